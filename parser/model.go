@@ -1,0 +1,261 @@
+package parser
+
+// The types below are the one model every face of tmefeed is built from.
+// Their JSON names follow telegram-me 1.x, so the REST v1 API can encode
+// them directly; other faces (GraphQL, feeds) adapt them in their own packages.
+
+// Kind is the kind of t.me page a byte slice holds.
+type Kind string
+
+const (
+	KindBody    Kind = "body"    // t.me/s/<channel>[/<id>]
+	KindMore    Kind = "more"    // POST t.me/s/<channel>?before=N|after=N (a JSON string of HTML)
+	KindPreview Kind = "preview" // t.me/<channel>
+	KindEmbed   Kind = "embed"   // t.me/<channel>/<id>?embed=1
+)
+
+// Rich is text as plain string and as Telegram's inner HTML.
+type Rich struct {
+	String string `json:"string"`
+	HTML   string `json:"html"`
+}
+
+// Page is a parsed channel page or "more" chunk.
+type Page struct {
+	Channel *Channel `json:"channel,omitempty"`
+	Content Content  `json:"content"`
+	Meta    Meta     `json:"meta"`
+}
+
+// Content holds the posts of a page, oldest first as Telegram serves them.
+type Content struct {
+	Posts []Post `json:"posts"`
+}
+
+// Meta carries the cursors for the neighbouring pages.
+type Meta struct {
+	Offset Offset `json:"offset"`
+}
+
+// Offset holds the post ids to pass as before/after to load neighbouring pages.
+// Zero means there is no such page.
+type Offset struct {
+	Before int `json:"before,omitempty"`
+	After  int `json:"after,omitempty"`
+}
+
+// Channel is a channel's header as shown on its /s/ page.
+type Channel struct {
+	Username    string   `json:"username"`
+	Title       Rich     `json:"title"`
+	Description *Rich    `json:"description,omitempty"`
+	Avatar      string   `json:"avatar,omitempty"`
+	Counters    Counters `json:"counters"`
+	Labels      []string `json:"labels,omitempty"`
+}
+
+// Counters are the channel's counters as displayed ("11.1M") with integer
+// values beside them (11100000). A counter Telegram does not show is empty.
+type Counters struct {
+	Subscribers      string `json:"subscribers,omitempty"`
+	Photos           string `json:"photos,omitempty"`
+	Videos           string `json:"videos,omitempty"`
+	Files            string `json:"files,omitempty"`
+	Links            string `json:"links,omitempty"`
+	SubscribersCount int64  `json:"subscribers_count,omitempty"`
+	PhotosCount      int64  `json:"photos_count,omitempty"`
+	VideosCount      int64  `json:"videos_count,omitempty"`
+	FilesCount       int64  `json:"files_count,omitempty"`
+	LinksCount       int64  `json:"links_count,omitempty"`
+}
+
+// Preview is the small card served at t.me/<channel>.
+type Preview struct {
+	Username         string `json:"username"`
+	Title            string `json:"title"`
+	Subscribers      string `json:"subscribers,omitempty"`
+	SubscribersCount int64  `json:"subscribers_count,omitempty"`
+	Description      *Rich  `json:"description,omitempty"`
+	Avatar           string `json:"avatar,omitempty"`
+	IsVerified       bool   `json:"is_verified"`
+}
+
+// Post is one channel message.
+type Post struct {
+	ID        int         `json:"id"`
+	Channel   string      `json:"-"` // the username in data-post; the page's channel
+	View      string      `json:"view,omitempty"`
+	Service   *Service    `json:"service,omitempty"`
+	Content   PostContent `json:"content"`
+	Footer    Footer      `json:"footer"`
+	Forwarded *Forwarded  `json:"forwarded,omitempty"`
+}
+
+// Service marks a service message (pinned, renamed, photo changed, channel created).
+type Service struct {
+	Type string `json:"type"` // channel_created, title_changed, photo_changed, photo_removed, video_changed, pinned, other
+	Text string `json:"text"`
+}
+
+// PostContent is everything inside the bubble.
+type PostContent struct {
+	Text        *Text        `json:"text,omitempty"`
+	Media       []Media      `json:"media,omitempty"`
+	Location    *Location    `json:"location,omitempty"`
+	Poll        *Poll        `json:"poll,omitempty"`
+	Inline      []Inline     `json:"inline,omitempty"`
+	Reply       *Reply       `json:"reply,omitempty"`
+	PreviewLink *PreviewLink `json:"preview_link,omitempty"`
+	Reacts      []React      `json:"reacts,omitempty"`
+}
+
+// Text is a post's text. Entity offsets and lengths count UTF-16 code units
+// of String, as Telegram's Bot API and JavaScript do.
+type Text struct {
+	String   string   `json:"string"`
+	HTML     string   `json:"html"`
+	Entities []Entity `json:"entities,omitempty"`
+}
+
+// Entity kinds.
+const (
+	EntityBold          = "bold"
+	EntityItalic        = "italic"
+	EntityUnderline     = "underline"
+	EntityStrikethrough = "strikethrough"
+	EntitySpoiler       = "spoiler"
+	EntityCode          = "code"
+	EntityPre           = "pre"
+	EntityTextLink      = "text_link"
+	EntityURL           = "url"
+	EntityMention       = "mention"
+	EntityHashtag       = "hashtag"
+	EntityEmoji         = "emoji"
+	EntityCustomEmoji   = "custom_emoji"
+	EntityBlockquote    = "blockquote"
+)
+
+// Entity is one formatted span of a Text.
+type Entity struct {
+	Offset   int    `json:"offset"`
+	Length   int    `json:"length"`
+	Type     string `json:"type"`
+	URL      string `json:"url,omitempty"`
+	Language string `json:"language,omitempty"`
+	EmojiID  string `json:"emoji_id,omitempty"`
+}
+
+// Media kinds.
+const (
+	MediaImage      = "image"
+	MediaVideo      = "video"
+	MediaGIF        = "gif"
+	MediaVoice      = "voice"
+	MediaRoundVideo = "roundvideo"
+	MediaSticker    = "sticker"
+	MediaDocument   = "document"
+	MediaAudio      = "audio"
+)
+
+// Media is one attachment shown in the bubble.
+type Media struct {
+	Type      string    `json:"type"`
+	URL       string    `json:"url,omitempty"`
+	Thumb     string    `json:"thumb,omitempty"`
+	Waves     string    `json:"waves,omitempty"`
+	Duration  *Duration `json:"duration,omitempty"`
+	Title     string    `json:"title,omitempty"` // documents and audio
+	Extra     string    `json:"extra,omitempty"` // size, or performer for audio
+	Available bool      `json:"available"`
+}
+
+// Duration of a time-based media item.
+type Duration struct {
+	Formatted string `json:"formatted"`
+	Raw       int    `json:"raw"`
+}
+
+// Location is a shared map point.
+type Location struct {
+	Latitude  float64 `json:"latitude,omitempty"`
+	Longitude float64 `json:"longitude,omitempty"`
+	Address   string  `json:"address,omitempty"`
+	URL       string  `json:"url,omitempty"`
+	Map       string  `json:"map,omitempty"`
+}
+
+// Poll is a poll or quiz with its results.
+type Poll struct {
+	Question   string       `json:"question"`
+	Type       string       `json:"type,omitempty"`
+	Votes      string       `json:"votes"`
+	VotesCount int64        `json:"votes_count,omitempty"`
+	Options    []PollOption `json:"options"`
+}
+
+// PollOption is one answer with its share of votes.
+type PollOption struct {
+	Name    string `json:"name"`
+	Percent int    `json:"percent"`
+}
+
+// Inline is an inline URL button under the post.
+type Inline struct {
+	Title string `json:"title"`
+	URL   string `json:"url"`
+}
+
+// Reply describes the message a post replies to.
+type Reply struct {
+	Cover     string `json:"cover,omitempty"`
+	Name      Rich   `json:"name"`
+	Text      Rich   `json:"text"`
+	ToMessage int    `json:"to_message"`
+}
+
+// PreviewLink is a link preview card.
+type PreviewLink struct {
+	Title       string `json:"title,omitempty"`
+	URL         string `json:"url"`
+	SiteName    string `json:"site_name,omitempty"`
+	Description *Rich  `json:"description,omitempty"`
+	Thumb       string `json:"thumb,omitempty"`
+}
+
+// Reaction kinds.
+const (
+	ReactEmoji       = "emoji"
+	ReactCustomEmoji = "custom_emoji"
+	ReactStars       = "telegram_stars"
+)
+
+// React is one reaction counter.
+type React struct {
+	Count      string `json:"count"`
+	CountValue int64  `json:"count_value"`
+	Type       string `json:"type"`
+	Emoji      string `json:"emoji,omitempty"`
+	EmojiID    string `json:"emoji_id,omitempty"`
+	EmojiImage string `json:"emoji_image,omitempty"`
+}
+
+// Footer holds views, signature, edited mark and date.
+type Footer struct {
+	Views      string `json:"views,omitempty"`
+	ViewsCount int64  `json:"views_count,omitempty"`
+	Edited     bool   `json:"edited"`
+	Author     *Rich  `json:"author,omitempty"`
+	Date       Date   `json:"date"`
+}
+
+// Date is a post date as RFC 3339 string and Unix seconds.
+type Date struct {
+	String string `json:"string"`
+	Unix   int64  `json:"unix"`
+}
+
+// Forwarded names the source of a forwarded post.
+type Forwarded struct {
+	Name Rich   `json:"name"`
+	URL  string `json:"url,omitempty"`
+}
