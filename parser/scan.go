@@ -1,0 +1,1360 @@
+package parser
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+// role is what an element means to the parser. An element gets at most one
+// role, chosen from its class names and its context.
+type role uint8
+
+const (
+	roleNone role = iota
+	rolePost
+	roleText
+	rolePhoto
+	roleVideo
+	roleVideoThumb
+	roleVideoTag
+	roleDuration
+	roleVoice
+	roleVoiceTag
+	roleRound
+	roleRoundTag
+	roleRoundThumb
+	roleSticker
+	roleDocument
+	roleDocTitle
+	roleDocExtra
+	roleLocation
+	roleLocationMap
+	roleVenueTitle
+	roleVenueAddress
+	roleLinkPreview
+	roleLPSite
+	roleLPTitle
+	roleLPDesc
+	roleLPImage
+	rolePoll
+	rolePollQuestion
+	rolePollType
+	rolePollOption
+	rolePollPercent
+	rolePollText
+	roleVoters
+	roleInlineButton
+	roleReply
+	roleReplyThumb
+	roleReplyName
+	roleReplyText
+	roleForwarded
+	roleForwardedName
+	roleReactions
+	roleReaction
+	roleEmoji
+	roleCustomEmoji
+	roleViews
+	roleFromAuthor
+	roleMeta
+	roleDate
+	roleTime
+	roleError
+	roleMore
+	roleChannelHeader
+	roleChannelTitle
+	roleChannelUsername
+	roleChannelDesc
+	roleCounter
+	roleCounterValue
+	roleCounterType
+	roleLabels
+	roleLabelIcon
+	rolePageTitle
+	rolePageExtra
+	rolePageDesc
+	rolePageContext
+	roleEntity // formatting tag inside message text
+)
+
+// modifier classes that change how a role is read.
+type mods uint8
+
+const (
+	modNotSupported mods = 1 << iota
+	modPaid
+	modAudio
+	modService
+	modStickerMedia
+	modVerified
+	modUserIcon
+)
+
+type frame struct {
+	tag    atom.Atom
+	custom uint8 // 1 = tg-emoji, 2 = tg-spoiler, 3 = other unknown tag
+	role   role
+	ent    int32 // index+1 of the entity this element opened in the text capture
+	cap    *capture
+	start  int // byte offset in the text capture's plain text where the element began
+	href   string
+}
+
+// attrs are the attributes the parser reads; the rest are never copied.
+type attrs struct {
+	class, href, style, src, srcset                    string
+	dataPost, dataView, dataBefore, dataAfter, dataWav string
+	datetime, rel, property, content, emojiID, name    string
+	autoplay, loop                                     bool
+}
+
+type scanner struct {
+	z     *html.Tokenizer
+	stack []frame
+	a     attrs
+
+	channel  Channel
+	hasTitle bool
+	page     Page
+	preview  Preview
+	posts    []Post
+
+	post                      *Post // the post being read, nil outside posts
+	media                     int   // index+1 in post.Content.Media of the media element being read
+	react                     *React
+	option                    *PollOption
+	counterValue, counterType string
+
+	// scan state
+	inHead          bool
+	inHeader        int // depth of channel info header, for the avatar
+	inLinkPreview   int
+	inReply         int
+	inReactions     int
+	inTitleLabels   bool
+	inEmoji         int
+	inCustomEmoji   int
+	inPageTitle     int
+	inLabelIcon     int
+	stickerExpected bool
+
+	text    capture // the post text; the only capture that collects entities
+	tmp     capture // small fields (views, names, titles); one at a time
+	textSet bool
+
+	errorPage                bool
+	userIcon                 bool
+	contextLink              string
+	resolveDomain            string
+	ogTitle, ogDesc, ogImage string
+	prev, next, canonical    string
+	moreBefore, moreAfter    int
+	pageTitleHTML            string
+	pageAvatar               string
+}
+
+func newScanner(b []byte) *scanner {
+	s := &scanner{z: html.NewTokenizer(bytes.NewReader(b))}
+	s.z.SetMaxBuf(0)
+	s.stack = make([]frame, 0, 64)
+	s.posts = make([]Post, 0, 24)
+	return s
+}
+
+// run walks every token once. It never loops: each iteration consumes input
+// and the tokenizer reports io.EOF (or another error) at the end.
+func (s *scanner) run() {
+	for {
+		tt := s.z.Next()
+		switch tt {
+		case html.ErrorToken:
+			for len(s.stack) > 0 {
+				s.pop()
+			}
+			s.endPost()
+			return
+		case html.TextToken:
+			s.onText()
+		case html.StartTagToken:
+			s.onStart(false)
+		case html.SelfClosingTagToken:
+			s.onStart(true)
+		case html.EndTagToken:
+			s.onEnd()
+		}
+	}
+}
+
+func isVoid(a atom.Atom) bool {
+	switch a {
+	case atom.Br, atom.Img, atom.Input, atom.Meta, atom.Link, atom.Source, atom.Hr, atom.Wbr,
+		atom.Area, atom.Base, atom.Col, atom.Embed, atom.Param, atom.Track:
+		return true
+	}
+	return false
+}
+
+// skipAttrs lists tags whose attributes never matter: the bubble tails and
+// icons are SVG with long path data.
+func skipAttrs(a atom.Atom, name []byte) bool {
+	switch a {
+	case atom.Svg, atom.Script, atom.Style, atom.Noscript:
+		return true
+	case 0:
+		switch string(name) {
+		case "path", "g", "line", "circle", "rect", "polygon", "stop", "use", "defs", "lineargradient", "ellipse", "polyline":
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scanner) readAttrs(hasAttr bool) {
+	s.a = attrs{}
+	for hasAttr {
+		var k, v []byte
+		k, v, hasAttr = s.z.TagAttr()
+		switch string(k) {
+		case "class":
+			s.a.class = string(v)
+		case "href":
+			s.a.href = string(v)
+		case "style":
+			s.a.style = string(v)
+		case "src":
+			s.a.src = string(v)
+		case "srcset":
+			s.a.srcset = string(v)
+		case "data-post":
+			s.a.dataPost = string(v)
+		case "data-view":
+			s.a.dataView = string(v)
+		case "data-before":
+			s.a.dataBefore = string(v)
+		case "data-after":
+			s.a.dataAfter = string(v)
+		case "data-waveform":
+			s.a.dataWav = string(v)
+		case "datetime":
+			s.a.datetime = string(v)
+		case "rel":
+			s.a.rel = string(v)
+		case "property":
+			s.a.property = string(v)
+		case "name":
+			s.a.name = string(v)
+		case "content":
+			s.a.content = string(v)
+		case "emoji-id":
+			s.a.emojiID = string(v)
+		case "autoplay":
+			s.a.autoplay = true
+		case "loop":
+			s.a.loop = true
+		}
+	}
+}
+
+// classRole maps the element's class list to a role and modifiers.
+func classRole(class string) (r role, m mods) {
+	for len(class) > 0 {
+		var c string
+		if i := strings.IndexByte(class, ' '); i >= 0 {
+			c, class = class[:i], class[i+1:]
+		} else {
+			c, class = class, ""
+		}
+		nr := roleNone
+		switch c {
+		case "tgme_widget_message":
+			nr = rolePost
+		case "service_message":
+			m |= modService
+		case "sticker_media":
+			m |= modStickerMedia
+		case "not_supported":
+			m |= modNotSupported
+		case "tgme_reaction_paid":
+			m |= modPaid
+		case "audio":
+			m |= modAudio
+		case "verified-icon":
+			m |= modVerified
+			nr = roleLabelIcon
+		case "scam-icon", "fake-icon":
+			nr = roleLabelIcon
+		case "tgme_icon_user":
+			m |= modUserIcon
+		case "tgme_widget_message_text":
+			nr = roleText
+		case "tgme_widget_message_photo_wrap":
+			nr = rolePhoto
+		case "tgme_widget_message_video_player":
+			nr = roleVideo
+		case "tgme_widget_message_video_thumb":
+			nr = roleVideoThumb
+		case "tgme_widget_message_video":
+			nr = roleVideoTag
+		case "message_video_duration":
+			nr = roleDuration
+		case "tgme_widget_message_voice_player":
+			nr = roleVoice
+		case "tgme_widget_message_voice":
+			nr = roleVoiceTag
+		case "tgme_widget_message_voice_duration", "tgme_widget_message_roundvideo_duration":
+			nr = roleDuration
+		case "tgme_widget_message_roundvideo_player":
+			nr = roleRound
+		case "tgme_widget_message_roundvideo":
+			nr = roleRoundTag
+		case "tgme_widget_message_roundvideo_thumb":
+			nr = roleRoundThumb
+		case "tgme_widget_message_sticker_wrap":
+			nr = roleSticker
+		case "tgme_widget_message_document_wrap":
+			nr = roleDocument
+		case "tgme_widget_message_document_title":
+			nr = roleDocTitle
+		case "tgme_widget_message_document_extra":
+			nr = roleDocExtra
+		case "tgme_widget_message_location_wrap":
+			nr = roleLocation
+		case "tgme_widget_message_location":
+			nr = roleLocationMap
+		case "tgme_widget_message_venue_title", "tgme_widget_message_location_title":
+			nr = roleVenueTitle
+		case "tgme_widget_message_venue_address", "tgme_widget_message_location_address":
+			nr = roleVenueAddress
+		case "tgme_widget_message_link_preview":
+			nr = roleLinkPreview
+		case "link_preview_site_name":
+			nr = roleLPSite
+		case "link_preview_title":
+			nr = roleLPTitle
+		case "link_preview_description":
+			nr = roleLPDesc
+		case "link_preview_image", "link_preview_right_image", "link_preview_video_thumb":
+			nr = roleLPImage
+		case "tgme_widget_message_poll":
+			nr = rolePoll
+		case "tgme_widget_message_poll_question":
+			nr = rolePollQuestion
+		case "tgme_widget_message_poll_type":
+			nr = rolePollType
+		case "tgme_widget_message_poll_option":
+			nr = rolePollOption
+		case "tgme_widget_message_poll_option_percent":
+			nr = rolePollPercent
+		case "tgme_widget_message_poll_option_text":
+			nr = rolePollText
+		case "tgme_widget_message_voters":
+			nr = roleVoters
+		case "tgme_widget_message_inline_button":
+			nr = roleInlineButton
+		case "tgme_widget_message_reply":
+			nr = roleReply
+		case "tgme_widget_message_reply_thumb":
+			nr = roleReplyThumb
+		case "tgme_widget_message_author_name":
+			nr = roleReplyName
+		case "tgme_widget_message_metatext":
+			nr = roleReplyText
+		case "tgme_widget_message_forwarded_from":
+			nr = roleForwarded
+		case "tgme_widget_message_forwarded_from_name":
+			nr = roleForwardedName
+		case "tgme_widget_message_reactions":
+			nr = roleReactions
+		case "tgme_reaction":
+			nr = roleReaction
+		case "emoji":
+			nr = roleEmoji
+		case "tgme_widget_message_views":
+			nr = roleViews
+		case "tgme_widget_message_from_author":
+			nr = roleFromAuthor
+		case "tgme_widget_message_meta":
+			nr = roleMeta
+		case "tgme_widget_message_date":
+			nr = roleDate
+		case "tgme_widget_message_error":
+			nr = roleError
+		case "tme_messages_more":
+			nr = roleMore
+		case "tgme_channel_info_header":
+			nr = roleChannelHeader
+		case "tgme_channel_info_header_title":
+			nr = roleChannelTitle
+		case "tgme_channel_info_header_username":
+			nr = roleChannelUsername
+		case "tgme_channel_info_description":
+			nr = roleChannelDesc
+		case "tgme_channel_info_counter":
+			nr = roleCounter
+		case "counter_value":
+			nr = roleCounterValue
+		case "counter_type":
+			nr = roleCounterType
+		case "tgme_channel_info_header_labels", "tgme_header_labels":
+			nr = roleLabels
+		case "tgme_page_title":
+			nr = rolePageTitle
+		case "tgme_page_extra":
+			nr = rolePageExtra
+		case "tgme_page_description":
+			nr = rolePageDesc
+		case "tgme_page_context_link":
+			nr = rolePageContext
+		}
+		if nr != roleNone && (r == roleNone || r == roleLabelIcon) {
+			r = nr
+		}
+	}
+	return r, m
+}
+
+func (s *scanner) onStart(selfClosing bool) {
+	name, hasAttr := s.z.TagName()
+	tag := atom.Lookup(name)
+	var custom uint8
+	if tag == 0 {
+		switch string(name) {
+		case "tg-emoji":
+			custom = 1
+		case "tg-spoiler":
+			custom = 2
+		default:
+			custom = 3
+		}
+	}
+	if s.text.depth > 0 && s.text.withHTML {
+		s.text.html = append(s.text.html, s.z.Raw()...)
+	}
+	if s.tmp.depth > 0 && s.tmp.withHTML {
+		s.tmp.html = append(s.tmp.html, s.z.Raw()...)
+	}
+	if skipAttrs(tag, name) {
+		hasAttr = false
+	}
+	s.readAttrs(hasAttr)
+	void := selfClosing || isVoid(tag)
+
+	if tag == atom.Head {
+		s.inHead = true
+	}
+	if tag == atom.Br {
+		if s.text.depth > 0 {
+			s.text.lineBreak()
+		}
+		if s.tmp.depth > 0 {
+			s.tmp.lineBreak()
+		}
+		return
+	}
+	if s.inHead || tag == atom.Meta || tag == atom.Link {
+		s.onHeadTag(tag)
+	}
+
+	r, m := roleNone, mods(0)
+	if s.a.class != "" {
+		r, m = classRole(s.a.class)
+	}
+	if custom == 1 {
+		r = roleCustomEmoji
+	}
+	if m&modUserIcon != 0 {
+		s.userIcon = true
+	}
+	f := frame{tag: tag, custom: custom}
+	f.role = s.begin(tag, custom, r, m, &f)
+	if void {
+		s.end(&f)
+		return
+	}
+	s.stack = append(s.stack, f)
+}
+
+func (s *scanner) onHeadTag(tag atom.Atom) {
+	switch tag {
+	case atom.Link:
+		switch s.a.rel {
+		case "prev":
+			s.prev = s.a.href
+		case "next":
+			s.next = s.a.href
+		case "canonical":
+			s.canonical = s.a.href
+		}
+	case atom.Meta:
+		switch s.a.property {
+		case "og:title":
+			s.ogTitle = s.a.content
+		case "og:description":
+			s.ogDesc = s.a.content
+		case "og:image":
+			s.ogImage = s.a.content
+		}
+	}
+}
+
+// begin applies the start of an element and returns the role it keeps on the stack.
+func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) role {
+	// Formatting inside the post text becomes entities.
+	if s.text.depth > 0 && s.post != nil {
+		if r == roleEmoji || r == roleCustomEmoji {
+			// handled below
+		} else if s.inEmoji == 0 {
+			if typ := entityType(tag, custom, s.a.class); typ != "" {
+				e := Entity{Offset: s.text.u16, Length: -1, Type: typ}
+				if typ == EntityPre && s.text.inPre >= 0 {
+					s.text.inPre++
+				}
+				if tag == atom.Code && len(s.text.entities) > 0 {
+					// <pre><code class="language-go"> sets the pre block's language
+					last := &s.text.entities[len(s.text.entities)-1]
+					if last.Type == EntityPre && last.Length < 0 && strings.HasPrefix(s.a.class, "language-") {
+						last.Language = strings.TrimPrefix(s.a.class, "language-")
+						return roleNone
+					}
+				}
+				s.text.entities = append(s.text.entities, e)
+				f.ent = int32(len(s.text.entities))
+				f.start = len(s.text.plain)
+				f.href = s.a.href
+				return roleEntity
+			}
+		}
+	}
+
+	switch r {
+	case roleNone:
+		if tag == atom.Time && s.post != nil && s.a.datetime != "" && s.inReply == 0 {
+			s.setDate(s.a.datetime)
+		}
+		if tag == atom.Video && s.media > 0 && s.post != nil {
+			s.videoTag()
+		}
+		if tag == atom.Img && s.post == nil && s.inHeader > 0 && s.channel.Avatar == "" {
+			s.channel.Avatar = absURL(s.a.src)
+		}
+		if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(s.a.class, "tgme_page_photo_image") {
+			s.pageAvatar = absURL(s.a.src)
+		}
+		if tag == atom.A && strings.HasPrefix(s.a.href, "tg://resolve?domain=") && s.resolveDomain == "" {
+			d := strings.TrimPrefix(s.a.href, "tg://resolve?domain=")
+			if i := strings.IndexAny(d, "&?"); i >= 0 {
+				d = d[:i]
+			}
+			s.resolveDomain = d
+		}
+		if s.media > 0 && s.post != nil {
+			md := &s.post.Content.Media[s.media-1]
+			if md.Type == MediaSticker {
+				switch tag {
+				case atom.Source:
+					if md.URL == "" {
+						md.URL = firstSrc(s.a.srcset)
+					}
+				case atom.Img:
+					if md.Thumb == "" {
+						md.Thumb = absURL(s.a.src)
+					}
+				}
+			}
+		}
+		return roleNone
+	case rolePost:
+		s.startPost(m)
+		return rolePost
+	case roleMore:
+		if n := parseInt(s.a.dataBefore); n > 0 {
+			s.moreBefore = n
+		}
+		if n := parseInt(s.a.dataAfter); n > 0 {
+			s.moreAfter = n
+		}
+		return roleNone
+	case roleChannelHeader:
+		s.inHeader++
+		return r
+	case roleChannelTitle, roleChannelDesc:
+		if s.post == nil {
+			s.tmp.reset(len(s.stack)+1, true, false)
+			f.cap = &s.tmp
+		}
+		return r
+	case roleChannelUsername, roleCounterValue, roleCounterType, rolePageExtra:
+		if s.post == nil {
+			s.tmp.reset(len(s.stack)+1, false, false)
+			f.cap = &s.tmp
+		}
+		return r
+	case roleCounter:
+		s.counterValue, s.counterType = "", ""
+		return r
+	case roleLabels:
+		s.inTitleLabels = true
+		return r
+	case roleLabelIcon:
+		if s.post == nil && (s.inTitleLabels || s.inPageTitle > 0 || s.inHeader > 0) {
+			label := strings.TrimSuffix(firstClassWithSuffix(s.a.class, "-icon"), "-icon")
+			if label != "" {
+				s.addLabel(label)
+			}
+			if s.inPageTitle > 0 {
+				s.preview.IsVerified = s.preview.IsVerified || label == "verified"
+			}
+		}
+		s.inLabelIcon++
+		return roleLabelIcon
+	case rolePageTitle:
+		if s.post == nil {
+			s.inPageTitle++
+			s.tmp.reset(len(s.stack)+1, true, false)
+			f.cap = &s.tmp
+		}
+		return r
+	case rolePageDesc:
+		if s.post == nil {
+			s.tmp.reset(len(s.stack)+1, true, false)
+			f.cap = &s.tmp
+		}
+		return r
+	case rolePageContext:
+		s.contextLink = s.a.href
+		return roleNone
+	case roleError:
+		s.errorPage = true
+		return roleNone
+	}
+
+	// Image-only roles work outside posts too (channel avatar) but the rest
+	// belong to a post.
+	if s.post == nil {
+		return roleNone
+	}
+	p := s.post
+	switch r {
+	case roleText:
+		if s.inReply > 0 || s.inLinkPreview > 0 {
+			return roleNone
+		}
+		if s.text.depth > 0 || (s.textSet && p.Content.Text != nil && p.Content.Text.String != "") {
+			return roleNone // nested text div of an album: count the text once
+		}
+		s.text.reset(len(s.stack)+1, true, true)
+		f.cap = &s.text
+		return r
+	case roleEmoji:
+		s.inEmoji++
+		if s.text.depth > 0 && s.inCustomEmoji == 0 && s.inReactions == 0 {
+			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityEmoji})
+			f.ent = int32(len(s.text.entities))
+		}
+		if s.react != nil {
+			s.react.EmojiImage = cssURL(s.a.style)
+		}
+		return r
+	case roleCustomEmoji:
+		s.inCustomEmoji++
+		if s.text.depth > 0 && s.inReactions == 0 {
+			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityCustomEmoji, EmojiID: s.a.emojiID})
+			f.ent = int32(len(s.text.entities))
+		}
+		if s.react != nil {
+			s.react.Type = ReactCustomEmoji
+			s.react.EmojiID = s.a.emojiID
+		}
+		return r
+	}
+	if s.inLinkPreview > 0 {
+		switch r {
+		case roleLPSite, roleLPTitle:
+			s.tmp.reset(len(s.stack)+1, false, false)
+			f.cap = &s.tmp
+			return r
+		case roleLPDesc:
+			s.tmp.reset(len(s.stack)+1, true, false)
+			f.cap = &s.tmp
+			return r
+		case roleLPImage:
+			if p.Content.PreviewLink != nil && p.Content.PreviewLink.Thumb == "" {
+				p.Content.PreviewLink.Thumb = cssURL(s.a.style)
+			}
+		}
+		return roleNone // media inside a link preview is not post media
+	}
+	if s.inReply > 0 {
+		switch r {
+		case roleReplyThumb:
+			if p.Content.Reply != nil {
+				p.Content.Reply.Cover = cssURL(s.a.style)
+			}
+		case roleReplyName, roleReplyText:
+			s.tmp.reset(len(s.stack)+1, true, false)
+			f.cap = &s.tmp
+			return r
+		}
+		return roleNone
+	}
+	switch r {
+	case rolePhoto:
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaImage, URL: cssURL(s.a.style), Available: true})
+		return roleNone
+	case roleVideo:
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaVideo, Available: m&modNotSupported == 0})
+		s.media = len(p.Content.Media)
+		return r
+	case roleVideoThumb, roleRoundThumb:
+		if s.media > 0 {
+			p.Content.Media[s.media-1].Thumb = cssURL(s.a.style)
+		}
+		return roleNone
+	case roleVideoTag, roleRoundTag:
+		if s.media > 0 {
+			s.videoTag()
+		}
+		return roleNone
+	case roleDuration:
+		if s.media > 0 {
+			s.tmp.reset(len(s.stack)+1, false, false)
+			f.cap = &s.tmp
+			return r
+		}
+		return roleNone
+	case roleVoice:
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaVoice, Available: true})
+		s.media = len(p.Content.Media)
+		return r
+	case roleVoiceTag:
+		if s.media > 0 {
+			md := &p.Content.Media[s.media-1]
+			md.URL = absURL(s.a.src)
+			md.Waves = s.a.dataWav
+		}
+		return roleNone
+	case roleRound:
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaRoundVideo, Available: m&modNotSupported == 0})
+		s.media = len(p.Content.Media)
+		return r
+	case roleSticker:
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: true, Thumb: cssURL(s.a.style)})
+		s.media = len(p.Content.Media)
+		return r
+	case roleDocument:
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaDocument, URL: s.a.href, Available: true})
+		s.media = len(p.Content.Media)
+		return r
+	case roleDocTitle, roleDocExtra, roleVenueTitle, roleVenueAddress:
+		s.tmp.reset(len(s.stack)+1, false, false)
+		f.cap = &s.tmp
+		return r
+	case roleLocation:
+		loc := &Location{URL: s.a.href}
+		loc.Latitude, loc.Longitude = coordsFromMapURL(s.a.href)
+		p.Content.Location = loc
+		return r
+	case roleLocationMap:
+		if p.Content.Location != nil {
+			p.Content.Location.Map = cssURL(s.a.style)
+		}
+		return roleNone
+	case roleLinkPreview:
+		s.inLinkPreview++
+		p.Content.PreviewLink = &PreviewLink{URL: s.a.href}
+		return r
+	case rolePoll:
+		p.Content.Poll = &Poll{Options: []PollOption{}}
+		return r
+	case rolePollQuestion, rolePollType, rolePollPercent, rolePollText, roleVoters, roleViews, roleInlineButton:
+		s.tmp.reset(len(s.stack)+1, false, false)
+		f.cap = &s.tmp
+		f.href = s.a.href
+		return r
+	case rolePollOption:
+		if p.Content.Poll != nil {
+			p.Content.Poll.Options = append(p.Content.Poll.Options, PollOption{})
+			s.option = &p.Content.Poll.Options[len(p.Content.Poll.Options)-1]
+		}
+		return r
+	case roleReply:
+		s.inReply++
+		p.Content.Reply = &Reply{ToMessage: postIDFromURL(s.a.href)}
+		return r
+	case roleForwarded:
+		p.Forwarded = &Forwarded{}
+		s.tmp.reset(len(s.stack)+1, true, false) // fallback name when there is no name element
+		f.cap = &s.tmp
+		return r
+	case roleForwardedName:
+		if p.Forwarded == nil {
+			p.Forwarded = &Forwarded{}
+		}
+		p.Forwarded.URL = s.a.href
+		s.tmp.reset(len(s.stack)+1, true, false)
+		f.cap = &s.tmp
+		return r
+	case roleReactions:
+		s.inReactions++
+		return r
+	case roleReaction:
+		typ := ReactEmoji
+		if m&modPaid != 0 {
+			typ = ReactStars
+		}
+		p.Content.Reacts = append(p.Content.Reacts, React{Type: typ})
+		s.react = &p.Content.Reacts[len(p.Content.Reacts)-1]
+		s.tmp.reset(len(s.stack)+1, false, false)
+		f.cap = &s.tmp
+		return r
+	case roleFromAuthor:
+		s.tmp.reset(len(s.stack)+1, true, false)
+		f.cap = &s.tmp
+		return r
+	case roleMeta:
+		return r
+	case roleDate:
+		if p.ID == 0 {
+			p.ID = postIDFromURL(s.a.href)
+			if p.Channel == "" {
+				p.Channel = channelFromURL(s.a.href)
+			}
+		}
+		return r
+	}
+	if m&modAudio != 0 && s.media > 0 {
+		if md := &p.Content.Media[s.media-1]; md.Type == MediaDocument {
+			md.Type = MediaAudio
+		}
+	}
+	return roleNone
+}
+
+func (s *scanner) videoTag() {
+	md := &s.post.Content.Media[s.media-1]
+	if md.Type == MediaSticker {
+		if md.URL == "" {
+			md.URL = absURL(s.a.src)
+		}
+		return
+	}
+	if s.a.src != "" {
+		md.URL = absURL(s.a.src)
+	}
+	if md.Type == MediaVideo && s.a.autoplay && s.a.loop {
+		md.Type = MediaGIF
+	}
+}
+
+func (s *scanner) onText() {
+	if s.inLabelIcon > 0 {
+		return // the check mark glyph is not part of a title
+	}
+	if s.text.depth == 0 && s.tmp.depth == 0 {
+		// Text outside captures only matters for the "edited" mark.
+		if n := len(s.stack); n > 0 && s.stack[n-1].role == roleMeta && s.post != nil {
+			if bytes.Contains(s.z.Raw(), []byte("edited")) {
+				s.post.Footer.Edited = true
+			}
+		}
+		return
+	}
+	raw := s.z.Raw()
+	if s.text.depth > 0 {
+		if s.text.withHTML {
+			s.text.html = append(s.text.html, raw...)
+		}
+		s.text.addText(unescape(raw))
+	}
+	if s.tmp.depth > 0 {
+		if s.tmp.withHTML {
+			s.tmp.html = append(s.tmp.html, raw...)
+		}
+		// A reaction's emoji is read from its own element; the text is the count.
+		if s.react != nil && s.inEmoji > 0 {
+			s.react.Emoji += strings.TrimSpace(unescape(raw))
+			return
+		}
+		s.tmp.addText(unescape(raw))
+	}
+	if n := len(s.stack); n > 0 && s.stack[n-1].role == roleMeta && s.post != nil {
+		if bytes.Contains(raw, []byte("edited")) {
+			s.post.Footer.Edited = true
+		}
+	}
+}
+
+func (s *scanner) onEnd() {
+	name, _ := s.z.TagName()
+	tag := atom.Lookup(name)
+	var custom uint8
+	if tag == 0 {
+		switch string(name) {
+		case "tg-emoji":
+			custom = 1
+		case "tg-spoiler":
+			custom = 2
+		default:
+			custom = 3
+		}
+	}
+	if tag == atom.Head {
+		s.inHead = false
+	}
+	// Find the matching open element; stray end tags are ignored.
+	i := len(s.stack) - 1
+	for ; i >= 0; i-- {
+		if s.stack[i].tag == tag && (tag != 0 || s.stack[i].custom == custom) {
+			break
+		}
+	}
+	if i < 0 {
+		if s.text.depth > 0 && s.text.withHTML {
+			s.text.html = append(s.text.html, s.z.Raw()...)
+		}
+		return
+	}
+	for len(s.stack) > i+1 {
+		s.pop()
+	}
+	s.pop()
+	// The closing tag belongs to the inner HTML of any capture still open.
+	if s.text.depth > 0 && s.text.withHTML {
+		s.text.html = append(s.text.html, s.z.Raw()...)
+	}
+	if s.tmp.depth > 0 && s.tmp.withHTML {
+		s.tmp.html = append(s.tmp.html, s.z.Raw()...)
+	}
+}
+
+func (s *scanner) pop() {
+	f := s.stack[len(s.stack)-1]
+	s.stack = s.stack[:len(s.stack)-1]
+	s.end(&f)
+}
+
+// end applies the end of an element.
+func (s *scanner) end(f *frame) {
+	if f.ent > 0 && s.text.depth > 0 {
+		e := &s.text.entities[f.ent-1]
+		e.Length = s.text.u16 - e.Offset
+		if e.Type == EntityPre && s.text.inPre > 0 {
+			s.text.inPre--
+		}
+		if e.Type == "a" {
+			text := ""
+			if f.start <= len(s.text.plain) {
+				text = strings.TrimSpace(string(s.text.plain[f.start:]))
+			}
+			kind, link := classifyLink(text, f.href)
+			if kind == "" {
+				e.Length = -1 // not an entity: dropped in finish
+			} else {
+				e.Type, e.URL = kind, link
+			}
+		}
+	}
+	p := s.post
+	switch f.role {
+	case rolePost:
+		s.endPost()
+		return
+	case roleText:
+		if p != nil && f.cap == &s.text {
+			str, ents := s.text.finish()
+			p.Content.Text = &Text{String: str, HTML: strings.TrimSpace(string(s.text.html)), Entities: ents}
+			s.textSet = true
+			s.text.depth = 0
+		}
+		return
+	case roleEmoji:
+		s.inEmoji--
+		return
+	case roleCustomEmoji:
+		s.inCustomEmoji--
+		return
+	case roleChannelHeader:
+		s.inHeader--
+		return
+	case roleLabels:
+		s.inTitleLabels = false
+		return
+	case roleLabelIcon:
+		s.inLabelIcon--
+		return
+	case roleVideo, roleVoice, roleRound, roleSticker, roleDocument:
+		s.media = 0
+		return
+	case roleLinkPreview:
+		s.inLinkPreview--
+		return
+	case roleReply:
+		s.inReply--
+		return
+	case roleReactions:
+		s.inReactions--
+		return
+	case rolePollOption:
+		s.option = nil
+		return
+	}
+	if f.cap == nil || f.cap.depth == 0 {
+		return
+	}
+	c := f.cap
+	rich := c.rich2()
+	c.depth = 0
+	switch f.role {
+	case roleChannelTitle:
+		s.channel.Title = rich
+		s.hasTitle = true
+	case roleChannelDesc:
+		s.channel.Description = &rich
+	case roleChannelUsername:
+		s.channel.Username = strings.ToLower(strings.TrimPrefix(rich.String, "@"))
+	case roleCounterValue:
+		s.counterValue = rich.String
+		s.setCounter()
+	case roleCounterType:
+		s.counterType = rich.String
+		s.setCounter()
+	case rolePageTitle:
+		s.inPageTitle--
+		s.preview.Title = rich.String
+		s.pageTitleHTML = rich.HTML
+	case rolePageExtra:
+		s.preview.Subscribers = rich.String
+	case rolePageDesc:
+		s.preview.Description = &rich
+	}
+	if p == nil {
+		return
+	}
+	switch f.role {
+	case roleDuration:
+		if s.media > 0 {
+			if sec, ok := parseDuration(rich.String); ok {
+				p.Content.Media[s.media-1].Duration = &Duration{Formatted: rich.String, Raw: sec}
+			}
+		}
+	case roleDocTitle:
+		if s.media > 0 {
+			p.Content.Media[s.media-1].Title = rich.String
+		}
+	case roleDocExtra:
+		if s.media > 0 {
+			p.Content.Media[s.media-1].Extra = rich.String
+		}
+	case roleVenueTitle:
+		if p.Content.Location != nil {
+			p.Content.Location.Address = strings.TrimSpace(rich.String + " " + p.Content.Location.Address)
+		}
+	case roleVenueAddress:
+		if p.Content.Location != nil {
+			if p.Content.Location.Address != "" {
+				p.Content.Location.Address += ", "
+			}
+			p.Content.Location.Address += rich.String
+		}
+	case roleLPSite:
+		if p.Content.PreviewLink != nil {
+			p.Content.PreviewLink.SiteName = rich.String
+		}
+	case roleLPTitle:
+		if p.Content.PreviewLink != nil {
+			p.Content.PreviewLink.Title = rich.String
+		}
+	case roleLPDesc:
+		if p.Content.PreviewLink != nil {
+			p.Content.PreviewLink.Description = &rich
+		}
+	case rolePollQuestion:
+		if p.Content.Poll != nil {
+			p.Content.Poll.Question = rich.String
+		}
+	case rolePollType:
+		if p.Content.Poll != nil {
+			p.Content.Poll.Type = rich.String
+		}
+	case rolePollPercent:
+		if s.option != nil {
+			s.option.Percent = parsePercent(rich.String)
+		}
+	case rolePollText:
+		if s.option != nil {
+			s.option.Name = rich.String
+		}
+	case roleVoters:
+		if p.Content.Poll == nil {
+			p.Content.Poll = &Poll{Options: []PollOption{}}
+		}
+		p.Content.Poll.Votes = rich.String
+		p.Content.Poll.VotesCount, _ = ParseCount(rich.String)
+	case roleViews:
+		p.Footer.Views = rich.String
+		p.Footer.ViewsCount, _ = ParseCount(rich.String)
+	case roleInlineButton:
+		p.Content.Inline = append(p.Content.Inline, Inline{Title: rich.String, URL: f.href})
+	case roleReplyName:
+		if p.Content.Reply != nil {
+			p.Content.Reply.Name = rich
+		}
+	case roleReplyText:
+		if p.Content.Reply != nil {
+			p.Content.Reply.Text = rich
+		}
+	case roleForwarded:
+		if p.Forwarded != nil && p.Forwarded.Name.String == "" {
+			// no name element: the source is the text after "Forwarded from"
+			name := strings.TrimSpace(strings.TrimPrefix(rich.String, "Forwarded from"))
+			p.Forwarded.Name = Rich{String: name, HTML: name}
+		}
+	case roleForwardedName:
+		if p.Forwarded != nil {
+			p.Forwarded.Name = rich
+		}
+	case roleReaction:
+		if s.react != nil {
+			s.react.Count = rich.String
+			s.react.CountValue, _ = ParseCount(rich.String)
+			s.react = nil
+		}
+	case roleFromAuthor:
+		author := rich
+		p.Footer.Author = &author
+	}
+}
+
+func (s *scanner) setCounter() {
+	if s.counterValue == "" || s.counterType == "" {
+		return
+	}
+	n, _ := ParseCount(s.counterValue)
+	c := &s.channel.Counters
+	switch strings.ToLower(s.counterType) {
+	case "subscribers", "subscriber", "members", "member":
+		c.Subscribers, c.SubscribersCount = s.counterValue, n
+	case "photos", "photo":
+		c.Photos, c.PhotosCount = s.counterValue, n
+	case "videos", "video":
+		c.Videos, c.VideosCount = s.counterValue, n
+	case "files", "file":
+		c.Files, c.FilesCount = s.counterValue, n
+	case "links", "link":
+		c.Links, c.LinksCount = s.counterValue, n
+	}
+	s.counterValue, s.counterType = "", ""
+}
+
+func (s *scanner) addLabel(label string) {
+	for _, l := range s.channel.Labels {
+		if l == label {
+			return
+		}
+	}
+	s.channel.Labels = append(s.channel.Labels, label)
+}
+
+func (s *scanner) startPost(m mods) {
+	s.endPost()
+	s.posts = append(s.posts, Post{})
+	p := &s.posts[len(s.posts)-1]
+	p.View = s.a.dataView
+	if ch, id, ok := strings.Cut(s.a.dataPost, "/"); ok {
+		p.Channel = strings.ToLower(ch)
+		p.ID = parseInt(id)
+	}
+	if m&modService != 0 {
+		p.Service = &Service{Type: "other"}
+	}
+	if m&modStickerMedia != 0 {
+		// A sticker Telegram cannot show on the web has no sticker element;
+		// endPost adds an unavailable sticker if none was read.
+		p.Content.Media = []Media{}
+	}
+	s.post = p
+	s.media = 0
+	s.react = nil
+	s.option = nil
+	s.textSet = false
+	s.text.depth = 0
+	s.tmp.depth = 0
+	s.stickerExpected = m&modStickerMedia != 0
+}
+
+func (s *scanner) endPost() {
+	p := s.post
+	if p == nil {
+		return
+	}
+	s.post = nil
+	s.media = 0
+	s.react = nil
+	s.text.depth = 0
+	s.tmp.depth = 0
+	if s.stickerExpected {
+		has := false
+		for _, m := range p.Content.Media {
+			if m.Type == MediaSticker {
+				has = true
+			}
+		}
+		if !has {
+			p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: false})
+		}
+	}
+	if len(p.Content.Media) == 0 {
+		p.Content.Media = nil
+	}
+	if p.Service != nil {
+		if p.Content.Text != nil {
+			p.Service.Text = p.Content.Text.String
+		}
+		p.Service.Type = serviceType(p.Service.Text)
+	}
+	if p.ID == 0 && p.Footer.Date.Unix == 0 && p.Content.Text == nil && len(p.Content.Media) == 0 {
+		// an empty shell (e.g. a widget template): drop it
+		s.posts = s.posts[:len(s.posts)-1]
+	}
+}
+
+func (s *scanner) setDate(dt string) {
+	t, err := time.Parse(time.RFC3339, dt)
+	if err != nil {
+		return
+	}
+	if s.post.Footer.Date.Unix != 0 {
+		return
+	}
+	s.post.Footer.Date = Date{String: t.UTC().Format(time.RFC3339), Unix: t.Unix()}
+}
+
+func serviceType(text string) string {
+	t := strings.ToLower(text)
+	switch {
+	case strings.Contains(t, "pinned"):
+		return "pinned"
+	case strings.Contains(t, "created"):
+		return "channel_created"
+	case strings.Contains(t, "name was changed") || strings.Contains(t, "title") || strings.Contains(t, "renamed"):
+		return "title_changed"
+	case strings.Contains(t, "photo") && strings.Contains(t, "removed"):
+		return "photo_removed"
+	case strings.Contains(t, "photo"):
+		return "photo_changed"
+	case strings.Contains(t, "video"):
+		return "video_changed"
+	}
+	return "other"
+}
+
+func entityType(tag atom.Atom, custom uint8, class string) string {
+	switch tag {
+	case atom.B, atom.Strong:
+		return EntityBold
+	case atom.I, atom.Em:
+		return EntityItalic
+	case atom.U, atom.Ins:
+		return EntityUnderline
+	case atom.S, atom.Strike, atom.Del:
+		return EntityStrikethrough
+	case atom.Code:
+		return EntityCode
+	case atom.Pre:
+		return EntityPre
+	case atom.Blockquote:
+		return EntityBlockquote
+	case atom.A:
+		return "a" // classified when it closes, from its text
+	case atom.Span:
+		if strings.Contains(class, "tg-spoiler") {
+			return EntitySpoiler
+		}
+	}
+	if custom == 2 {
+		return EntitySpoiler
+	}
+	return ""
+}
+
+func firstClassWithSuffix(class, suffix string) string {
+	for _, c := range strings.Fields(class) {
+		if strings.HasSuffix(c, suffix) {
+			return c
+		}
+	}
+	return ""
+}
+
+func firstSrc(srcset string) string {
+	s := strings.TrimSpace(srcset)
+	if i := strings.IndexAny(s, " ,"); i >= 0 {
+		s = s[:i]
+	}
+	return absURL(s)
+}
+
+// postIDFromURL reads 123 from "https://t.me/channel/123" or "/channel/123?single".
+func postIDFromURL(u string) int {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i]
+	}
+	u = strings.TrimSuffix(u, "/")
+	i := strings.LastIndexByte(u, '/')
+	if i < 0 {
+		return 0
+	}
+	return parseInt(u[i+1:])
+}
+
+func channelFromURL(u string) string {
+	u = strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://")
+	u = strings.TrimPrefix(u, "t.me/")
+	u = strings.TrimPrefix(u, "s/")
+	if i := strings.IndexByte(u, '/'); i > 0 {
+		return strings.ToLower(u[:i])
+	}
+	return ""
+}
+
+// cursorFrom reads N from "/s/durov?before=N".
+func cursorFrom(href, key string) int {
+	i := strings.Index(href, key+"=")
+	if i < 0 {
+		return 0
+	}
+	v := href[i+len(key)+1:]
+	if j := strings.IndexByte(v, '&'); j >= 0 {
+		v = v[:j]
+	}
+	return parseInt(v)
+}
+
+// coordsFromMapURL reads "q=-23.93,-44.08" from a maps link.
+func coordsFromMapURL(u string) (lat, lon float64) {
+	for _, key := range [...]string{"q=", "ll="} {
+		i := strings.Index(u, key)
+		if i < 0 {
+			continue
+		}
+		v := u[i+len(key):]
+		if j := strings.IndexByte(v, '&'); j >= 0 {
+			v = v[:j]
+		}
+		a, b, ok := strings.Cut(v, ",")
+		if !ok {
+			continue
+		}
+		la, err1 := strconv.ParseFloat(a, 64)
+		lo, err2 := strconv.ParseFloat(b, 64)
+		if err1 == nil && err2 == nil && la >= -90 && la <= 90 && lo >= -180 && lo <= 180 {
+			return la, lo
+		}
+	}
+	return 0, 0
+}

@@ -1,0 +1,215 @@
+package parser
+
+import (
+	"html"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// capture collects the text (and optionally the inner HTML and entities) of
+// one element while the tokenizer walks through it.
+type capture struct {
+	depth     int // stack depth of the element that opened it
+	plain     []byte
+	html      []byte
+	u16       int // length of plain in UTF-16 code units
+	withHTML  bool
+	rich      bool // collect entities
+	inPre     int  // >0 inside <pre>: whitespace is kept as is
+	entities  []Entity
+	pendingWS bool // a collapsed whitespace run waiting to become one space
+}
+
+func (c *capture) reset(depth int, withHTML, rich bool) {
+	c.depth = depth
+	c.plain = c.plain[:0]
+	c.html = c.html[:0]
+	c.u16 = 0
+	c.withHTML = withHTML
+	c.rich = rich
+	c.inPre = 0
+	c.entities = nil
+	c.pendingWS = false
+}
+
+// addText appends already unescaped text. Runs of whitespace that contain a
+// line break come from the page source's indentation, not from the message
+// (Telegram writes message line breaks as <br/>), so they collapse to one
+// space; other spaces are kept as typed.
+func (c *capture) addText(s string) {
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if c.inPre == 0 && (r == '\n' || r == '\r' || r == '\t') {
+			// drop trailing spaces already written before the break
+			for len(c.plain) > 0 && c.plain[len(c.plain)-1] == ' ' {
+				c.plain = c.plain[:len(c.plain)-1]
+				c.u16--
+			}
+			c.pendingWS = true
+			s = s[size:]
+			continue
+		}
+		if c.pendingWS {
+			if r == ' ' {
+				s = s[size:]
+				continue
+			}
+			c.pendingWS = false
+			if len(c.plain) > 0 && c.plain[len(c.plain)-1] != '\n' {
+				c.plain = append(c.plain, ' ')
+				c.u16++
+			}
+		}
+		if r == '\u00a0' {
+			r = ' '
+		}
+		if r == utf8.RuneError && size == 1 {
+			s = s[1:]
+			continue
+		}
+		c.plain = utf8.AppendRune(c.plain, r)
+		if r >= 0x10000 {
+			c.u16 += 2
+		} else {
+			c.u16++
+		}
+		s = s[size:]
+	}
+}
+
+func (c *capture) lineBreak() {
+	c.pendingWS = false
+	for len(c.plain) > 0 && c.plain[len(c.plain)-1] == ' ' {
+		c.plain = c.plain[:len(c.plain)-1]
+		c.u16--
+	}
+	c.plain = append(c.plain, '\n')
+	c.u16++
+}
+
+// finish returns the captured plain text with surrounding whitespace trimmed
+// and the entities shifted and clamped to the trimmed text.
+func (c *capture) finish() (string, []Entity) {
+	s := string(c.plain)
+	lead := len(s) - len(strings.TrimLeft(s, " \n"))
+	trimmed := strings.TrimRight(s[lead:], " \n")
+	if len(c.entities) == 0 {
+		return trimmed, nil
+	}
+	leadU := lead // leading whitespace is ASCII: one unit per byte
+	total := utf16Len(trimmed)
+	ents := c.entities[:0]
+	for _, e := range c.entities {
+		if e.Length < 0 {
+			continue // never closed: truncated markup
+		}
+		start, end := e.Offset-leadU, e.Offset+e.Length-leadU
+		start = max(start, 0)
+		end = min(end, total)
+		if end <= start {
+			continue
+		}
+		e.Offset, e.Length = start, end-start
+		ents = append(ents, e)
+	}
+	if len(ents) == 0 {
+		ents = nil
+	}
+	return trimmed, ents
+}
+
+func (c *capture) rich2() Rich {
+	s, _ := c.finish()
+	return Rich{String: s, HTML: strings.TrimSpace(string(c.html))}
+}
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// unescape decodes character references once. Raw text without '&' is
+// returned without copying.
+func unescape(raw []byte) string {
+	for _, b := range raw {
+		if b == '&' {
+			return html.UnescapeString(string(raw))
+		}
+	}
+	return string(raw)
+}
+
+// classifyLink decides what an <a> inside message text is, from its text and
+// href, the way Telegram's own clients would have sent it.
+func classifyLink(text, href string) (kind, link string) {
+	switch {
+	case strings.HasPrefix(text, "#") && (strings.HasPrefix(href, "?q=") || strings.Contains(href, "?q=%23")):
+		return EntityHashtag, ""
+	case strings.HasPrefix(text, "$") && strings.HasPrefix(href, "?q="):
+		return "cashtag", ""
+	case strings.HasPrefix(text, "@") && !strings.ContainsAny(text, " \n"):
+		return EntityMention, ""
+	}
+	if href == "" {
+		return "", ""
+	}
+	if sameURL(text, href) {
+		return EntityURL, ""
+	}
+	return EntityTextLink, href
+}
+
+// sameURL reports whether the visible text is the link itself (a bare URL
+// that Telegram auto-linked), allowing for the scheme it adds.
+func sameURL(text, href string) bool {
+	if text == href {
+		return true
+	}
+	t := strings.TrimSuffix(text, "/")
+	h := strings.TrimSuffix(href, "/")
+	for _, p := range [...]string{"https://", "http://"} {
+		if strings.TrimPrefix(h, p) == strings.TrimPrefix(t, p) {
+			return true
+		}
+	}
+	if u, err := url.QueryUnescape(h); err == nil && (u == t || strings.TrimPrefix(strings.TrimPrefix(u, "https://"), "http://") == t) {
+		return true
+	}
+	// Telegram shortens long auto-links with an ellipsis.
+	if strings.HasSuffix(t, "…") {
+		base := strings.TrimSuffix(t, "…")
+		return strings.HasPrefix(h, base) || strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(h, "https://"), "http://"), base)
+	}
+	return false
+}
+
+// cssURL extracts the URL from a style attribute such as
+// "background-image:url('//cdn/x.jpg')", turning protocol-relative URLs into https.
+func cssURL(style string) string {
+	i := strings.Index(style, "url(")
+	if i < 0 {
+		return ""
+	}
+	s := style[i+4:]
+	j := strings.IndexByte(s, ')')
+	if j < 0 {
+		return ""
+	}
+	s = strings.Trim(strings.TrimSpace(s[:j]), `'"`)
+	return absURL(s)
+}
+
+func absURL(s string) string {
+	if strings.HasPrefix(s, "//") {
+		return "https:" + s
+	}
+	return s
+}
