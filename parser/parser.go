@@ -27,7 +27,7 @@ var (
 func ParseBody(b []byte) (*Page, error) {
 	s := newScanner(b)
 	s.run()
-	if !s.hasTitle && len(s.posts) == 0 {
+	if !s.hasTitle && len(s.posts) == 0 && s.channel.Username == "" {
 		if s.userIcon || s.preview.Title != "" || s.preview.Subscribers != "" {
 			return nil, ErrNotChannel
 		}
@@ -47,7 +47,8 @@ func ParseBody(b []byte) (*Page, error) {
 	if ch.Description == nil && s.ogDesc != "" && s.hasTitle {
 		ch.Description = &Rich{String: s.ogDesc, HTML: escapeHTML(s.ogDesc)}
 	}
-	if ch.Username != "" || s.hasTitle {
+	// Fragments of posts carry no header: they get no channel object.
+	if s.hasTitle || s.channel.Username != "" || s.ogTitle != "" {
 		p.Channel = &ch
 	}
 	fillChannel(p)

@@ -79,6 +79,7 @@ const (
 	rolePageExtra
 	rolePageDesc
 	rolePageContext
+	roleUnsupportedLabel
 	roleEntity // formatting tag inside message text
 )
 
@@ -106,10 +107,12 @@ type frame struct {
 }
 
 // attrs are the attributes the parser reads; the rest are never copied.
+// Values stay []byte until a field is kept, so a tag whose class list means
+// nothing to the parser costs no string allocation.
 type attrs struct {
-	class, href, style, src, srcset                    string
-	dataPost, dataView, dataBefore, dataAfter, dataWav string
-	datetime, rel, property, content, emojiID, name    string
+	class, href, style, src, srcset                    []byte
+	dataPost, dataView, dataBefore, dataAfter, dataWav []byte
+	datetime, rel, property, content, emojiID          []byte
 	autoplay, loop                                     bool
 }
 
@@ -214,44 +217,42 @@ func skipAttrs(a atom.Atom, name []byte) bool {
 	return false
 }
 
-func (s *scanner) readAttrs(hasAttr bool) {
+func (s *scanner) readAttrs() {
 	s.a = attrs{}
-	for hasAttr {
+	for more := true; more; {
 		var k, v []byte
-		k, v, hasAttr = s.z.TagAttr()
+		k, v, more = s.z.TagAttr()
 		switch string(k) {
 		case "class":
-			s.a.class = string(v)
+			s.a.class = v
 		case "href":
-			s.a.href = string(v)
+			s.a.href = v
 		case "style":
-			s.a.style = string(v)
+			s.a.style = v
 		case "src":
-			s.a.src = string(v)
+			s.a.src = v
 		case "srcset":
-			s.a.srcset = string(v)
+			s.a.srcset = v
 		case "data-post":
-			s.a.dataPost = string(v)
+			s.a.dataPost = v
 		case "data-view":
-			s.a.dataView = string(v)
+			s.a.dataView = v
 		case "data-before":
-			s.a.dataBefore = string(v)
+			s.a.dataBefore = v
 		case "data-after":
-			s.a.dataAfter = string(v)
+			s.a.dataAfter = v
 		case "data-waveform":
-			s.a.dataWav = string(v)
+			s.a.dataWav = v
 		case "datetime":
-			s.a.datetime = string(v)
+			s.a.datetime = v
 		case "rel":
-			s.a.rel = string(v)
+			s.a.rel = v
 		case "property":
-			s.a.property = string(v)
-		case "name":
-			s.a.name = string(v)
+			s.a.property = v
 		case "content":
-			s.a.content = string(v)
+			s.a.content = v
 		case "emoji-id":
-			s.a.emojiID = string(v)
+			s.a.emojiID = v
 		case "autoplay":
 			s.a.autoplay = true
 		case "loop":
@@ -260,17 +261,56 @@ func (s *scanner) readAttrs(hasAttr bool) {
 	}
 }
 
+// tagName reads the element name from the raw tag bytes ("<div class=…>",
+// "</div>") without the copy TagName makes, lower-cased into buf.
+func tagName(raw []byte, buf *[32]byte) []byte {
+	i := 1
+	if i < len(raw) && raw[i] == '/' {
+		i++
+	}
+	n := 0
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		if c == ' ' || c == '>' || c == '/' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
+			break
+		}
+		if n == len(buf) {
+			return buf[:0] // longer than any element we know
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return buf[:n]
+}
+
+func lookupTag(name []byte) (atom.Atom, uint8) {
+	tag := atom.Lookup(name)
+	if tag != 0 {
+		return tag, 0
+	}
+	switch string(name) {
+	case "tg-emoji":
+		return 0, 1
+	case "tg-spoiler":
+		return 0, 2
+	}
+	return 0, 3
+}
+
 // classRole maps the element's class list to a role and modifiers.
-func classRole(class string) (r role, m mods) {
+func classRole(class []byte) (r role, m mods) {
 	for len(class) > 0 {
-		var c string
-		if i := strings.IndexByte(class, ' '); i >= 0 {
+		var c []byte
+		if i := bytes.IndexAny(class, " \t\n"); i >= 0 {
 			c, class = class[:i], class[i+1:]
 		} else {
-			c, class = class, ""
+			c, class = class, nil
 		}
 		nr := roleNone
-		switch c {
+		switch string(c) {
 		case "tgme_widget_message":
 			nr = rolePost
 		case "service_message":
@@ -382,6 +422,8 @@ func classRole(class string) (r role, m mods) {
 			nr = roleMeta
 		case "tgme_widget_message_date":
 			nr = roleDate
+		case "message_media_not_supported_label":
+			nr = roleUnsupportedLabel
 		case "tgme_widget_message_error":
 			nr = roleError
 		case "tme_messages_more":
@@ -419,19 +461,9 @@ func classRole(class string) (r role, m mods) {
 }
 
 func (s *scanner) onStart(selfClosing bool) {
-	name, hasAttr := s.z.TagName()
-	tag := atom.Lookup(name)
-	var custom uint8
-	if tag == 0 {
-		switch string(name) {
-		case "tg-emoji":
-			custom = 1
-		case "tg-spoiler":
-			custom = 2
-		default:
-			custom = 3
-		}
-	}
+	var nameBuf [32]byte
+	name := tagName(s.z.Raw(), &nameBuf)
+	tag, custom := lookupTag(name)
 	if s.text.depth > 0 && s.text.withHTML {
 		s.text.html = append(s.text.html, s.z.Raw()...)
 	}
@@ -439,9 +471,10 @@ func (s *scanner) onStart(selfClosing bool) {
 		s.tmp.html = append(s.tmp.html, s.z.Raw()...)
 	}
 	if skipAttrs(tag, name) {
-		hasAttr = false
+		s.a = attrs{}
+	} else {
+		s.readAttrs()
 	}
-	s.readAttrs(hasAttr)
 	void := selfClosing || isVoid(tag)
 
 	if tag == atom.Head {
@@ -461,7 +494,7 @@ func (s *scanner) onStart(selfClosing bool) {
 	}
 
 	r, m := roleNone, mods(0)
-	if s.a.class != "" {
+	if len(s.a.class) > 0 {
 		r, m = classRole(s.a.class)
 	}
 	if custom == 1 {
@@ -482,22 +515,22 @@ func (s *scanner) onStart(selfClosing bool) {
 func (s *scanner) onHeadTag(tag atom.Atom) {
 	switch tag {
 	case atom.Link:
-		switch s.a.rel {
+		switch string(s.a.rel) {
 		case "prev":
-			s.prev = s.a.href
+			s.prev = string(s.a.href)
 		case "next":
-			s.next = s.a.href
+			s.next = string(s.a.href)
 		case "canonical":
-			s.canonical = s.a.href
+			s.canonical = string(s.a.href)
 		}
 	case atom.Meta:
-		switch s.a.property {
+		switch string(s.a.property) {
 		case "og:title":
-			s.ogTitle = s.a.content
+			s.ogTitle = string(s.a.content)
 		case "og:description":
-			s.ogDesc = s.a.content
+			s.ogDesc = string(s.a.content)
 		case "og:image":
-			s.ogImage = s.a.content
+			s.ogImage = string(s.a.content)
 		}
 	}
 }
@@ -517,15 +550,15 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 				if tag == atom.Code && len(s.text.entities) > 0 {
 					// <pre><code class="language-go"> sets the pre block's language
 					last := &s.text.entities[len(s.text.entities)-1]
-					if last.Type == EntityPre && last.Length < 0 && strings.HasPrefix(s.a.class, "language-") {
-						last.Language = strings.TrimPrefix(s.a.class, "language-")
+					if last.Type == EntityPre && last.Length < 0 && strings.HasPrefix(string(s.a.class), "language-") {
+						last.Language = strings.TrimPrefix(string(s.a.class), "language-")
 						return roleNone
 					}
 				}
 				s.text.entities = append(s.text.entities, e)
 				f.ent = int32(len(s.text.entities))
 				f.start = len(s.text.plain)
-				f.href = s.a.href
+				f.href = string(s.a.href)
 				return roleEntity
 			}
 		}
@@ -533,20 +566,20 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 
 	switch r {
 	case roleNone:
-		if tag == atom.Time && s.post != nil && s.a.datetime != "" && s.inReply == 0 {
-			s.setDate(s.a.datetime)
+		if tag == atom.Time && s.post != nil && len(s.a.datetime) > 0 && s.inReply == 0 {
+			s.setDate(string(s.a.datetime))
 		}
 		if tag == atom.Video && s.media > 0 && s.post != nil {
 			s.videoTag()
 		}
 		if tag == atom.Img && s.post == nil && s.inHeader > 0 && s.channel.Avatar == "" {
-			s.channel.Avatar = absURL(s.a.src)
+			s.channel.Avatar = absURL(string(s.a.src))
 		}
-		if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(s.a.class, "tgme_page_photo_image") {
-			s.pageAvatar = absURL(s.a.src)
+		if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(string(s.a.class), "tgme_page_photo_image") {
+			s.pageAvatar = absURL(string(s.a.src))
 		}
-		if tag == atom.A && strings.HasPrefix(s.a.href, "tg://resolve?domain=") && s.resolveDomain == "" {
-			d := strings.TrimPrefix(s.a.href, "tg://resolve?domain=")
+		if tag == atom.A && strings.HasPrefix(string(s.a.href), "tg://resolve?domain=") && s.resolveDomain == "" {
+			d := strings.TrimPrefix(string(s.a.href), "tg://resolve?domain=")
 			if i := strings.IndexAny(d, "&?"); i >= 0 {
 				d = d[:i]
 			}
@@ -558,11 +591,11 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 				switch tag {
 				case atom.Source:
 					if md.URL == "" {
-						md.URL = firstSrc(s.a.srcset)
+						md.URL = firstSrc(string(s.a.srcset))
 					}
 				case atom.Img:
 					if md.Thumb == "" {
-						md.Thumb = absURL(s.a.src)
+						md.Thumb = absURL(string(s.a.src))
 					}
 				}
 			}
@@ -572,10 +605,10 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		s.startPost(m)
 		return rolePost
 	case roleMore:
-		if n := parseInt(s.a.dataBefore); n > 0 {
+		if n := parseInt(string(s.a.dataBefore)); n > 0 {
 			s.moreBefore = n
 		}
-		if n := parseInt(s.a.dataAfter); n > 0 {
+		if n := parseInt(string(s.a.dataAfter)); n > 0 {
 			s.moreAfter = n
 		}
 		return roleNone
@@ -602,7 +635,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		return r
 	case roleLabelIcon:
 		if s.post == nil && (s.inTitleLabels || s.inPageTitle > 0 || s.inHeader > 0) {
-			label := strings.TrimSuffix(firstClassWithSuffix(s.a.class, "-icon"), "-icon")
+			label := strings.TrimSuffix(firstClassWithSuffix(string(s.a.class), "-icon"), "-icon")
 			if label != "" {
 				s.addLabel(label)
 			}
@@ -626,7 +659,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		}
 		return r
 	case rolePageContext:
-		s.contextLink = s.a.href
+		s.contextLink = string(s.a.href)
 		return roleNone
 	case roleError:
 		s.errorPage = true
@@ -641,6 +674,12 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	p := s.post
 	switch r {
 	case roleText:
+		if s.inReply > 0 && p.Content.Reply != nil && p.Content.Reply.Text.String == "" {
+			// 2021 markup: the replied-to snippet is a message_text div inside the reply
+			s.tmp.reset(len(s.stack)+1, true, false)
+			f.cap = &s.tmp
+			return roleReplyText
+		}
 		if s.inReply > 0 || s.inLinkPreview > 0 {
 			return roleNone
 		}
@@ -663,12 +702,12 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	case roleCustomEmoji:
 		s.inCustomEmoji++
 		if s.text.depth > 0 && s.inReactions == 0 {
-			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityCustomEmoji, EmojiID: s.a.emojiID})
+			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityCustomEmoji, EmojiID: string(s.a.emojiID)})
 			f.ent = int32(len(s.text.entities))
 		}
 		if s.react != nil {
 			s.react.Type = ReactCustomEmoji
-			s.react.EmojiID = s.a.emojiID
+			s.react.EmojiID = string(s.a.emojiID)
 		}
 		return r
 	}
@@ -734,8 +773,8 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	case roleVoiceTag:
 		if s.media > 0 {
 			md := &p.Content.Media[s.media-1]
-			md.URL = absURL(s.a.src)
-			md.Waves = s.a.dataWav
+			md.URL = absURL(string(s.a.src))
+			md.Waves = string(s.a.dataWav)
 		}
 		return roleNone
 	case roleRound:
@@ -747,7 +786,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		s.media = len(p.Content.Media)
 		return r
 	case roleDocument:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaDocument, URL: s.a.href, Available: true})
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaDocument, URL: string(s.a.href), Available: true})
 		s.media = len(p.Content.Media)
 		return r
 	case roleDocTitle, roleDocExtra, roleVenueTitle, roleVenueAddress:
@@ -755,8 +794,8 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		f.cap = &s.tmp
 		return r
 	case roleLocation:
-		loc := &Location{URL: s.a.href}
-		loc.Latitude, loc.Longitude = coordsFromMapURL(s.a.href)
+		loc := &Location{URL: string(s.a.href)}
+		loc.Latitude, loc.Longitude = coordsFromMapURL(string(s.a.href))
 		p.Content.Location = loc
 		return r
 	case roleLocationMap:
@@ -766,7 +805,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		return roleNone
 	case roleLinkPreview:
 		s.inLinkPreview++
-		p.Content.PreviewLink = &PreviewLink{URL: s.a.href}
+		p.Content.PreviewLink = &PreviewLink{URL: string(s.a.href)}
 		return r
 	case rolePoll:
 		p.Content.Poll = &Poll{Options: []PollOption{}}
@@ -774,7 +813,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	case rolePollQuestion, rolePollType, rolePollPercent, rolePollText, roleVoters, roleViews, roleInlineButton:
 		s.tmp.reset(len(s.stack)+1, false, false)
 		f.cap = &s.tmp
-		f.href = s.a.href
+		f.href = string(s.a.href)
 		return r
 	case rolePollOption:
 		if p.Content.Poll != nil {
@@ -784,7 +823,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		return r
 	case roleReply:
 		s.inReply++
-		p.Content.Reply = &Reply{ToMessage: postIDFromURL(s.a.href)}
+		p.Content.Reply = &Reply{ToMessage: postIDFromURL(string(s.a.href))}
 		return r
 	case roleForwarded:
 		p.Forwarded = &Forwarded{}
@@ -795,7 +834,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		if p.Forwarded == nil {
 			p.Forwarded = &Forwarded{}
 		}
-		p.Forwarded.URL = s.a.href
+		p.Forwarded.URL = string(s.a.href)
 		s.tmp.reset(len(s.stack)+1, true, false)
 		f.cap = &s.tmp
 		return r
@@ -816,13 +855,17 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		s.tmp.reset(len(s.stack)+1, true, false)
 		f.cap = &s.tmp
 		return r
+	case roleUnsupportedLabel:
+		s.tmp.reset(len(s.stack)+1, false, false)
+		f.cap = &s.tmp
+		return r
 	case roleMeta:
 		return r
 	case roleDate:
 		if p.ID == 0 {
-			p.ID = postIDFromURL(s.a.href)
+			p.ID = postIDFromURL(string(s.a.href))
 			if p.Channel == "" {
-				p.Channel = channelFromURL(s.a.href)
+				p.Channel = channelFromURL(string(s.a.href))
 			}
 		}
 		return r
@@ -839,12 +882,12 @@ func (s *scanner) videoTag() {
 	md := &s.post.Content.Media[s.media-1]
 	if md.Type == MediaSticker {
 		if md.URL == "" {
-			md.URL = absURL(s.a.src)
+			md.URL = absURL(string(s.a.src))
 		}
 		return
 	}
-	if s.a.src != "" {
-		md.URL = absURL(s.a.src)
+	if len(s.a.src) > 0 {
+		md.URL = absURL(string(s.a.src))
 	}
 	if md.Type == MediaVideo && s.a.autoplay && s.a.loop {
 		md.Type = MediaGIF
@@ -890,19 +933,8 @@ func (s *scanner) onText() {
 }
 
 func (s *scanner) onEnd() {
-	name, _ := s.z.TagName()
-	tag := atom.Lookup(name)
-	var custom uint8
-	if tag == 0 {
-		switch string(name) {
-		case "tg-emoji":
-			custom = 1
-		case "tg-spoiler":
-			custom = 2
-		default:
-			custom = 3
-		}
-	}
+	var nameBuf [32]byte
+	tag, custom := lookupTag(tagName(s.z.Raw(), &nameBuf))
 	if tag == atom.Head {
 		s.inHead = false
 	}
@@ -1127,6 +1159,11 @@ func (s *scanner) end(f *frame) {
 	case roleFromAuthor:
 		author := rich
 		p.Footer.Author = &author
+	case roleUnsupportedLabel:
+		// Embeds of service messages show only this label.
+		if rich.String == "Service message" && p.Service == nil {
+			p.Service = &Service{Type: "other"}
+		}
 	}
 }
 
@@ -1164,8 +1201,8 @@ func (s *scanner) startPost(m mods) {
 	s.endPost()
 	s.posts = append(s.posts, Post{})
 	p := &s.posts[len(s.posts)-1]
-	p.View = s.a.dataView
-	if ch, id, ok := strings.Cut(s.a.dataPost, "/"); ok {
+	p.View = string(s.a.dataView)
+	if ch, id, ok := strings.Cut(string(s.a.dataPost), "/"); ok {
 		p.Channel = strings.ToLower(ch)
 		p.ID = parseInt(id)
 	}
@@ -1253,7 +1290,7 @@ func serviceType(text string) string {
 	return "other"
 }
 
-func entityType(tag atom.Atom, custom uint8, class string) string {
+func entityType(tag atom.Atom, custom uint8, class []byte) string {
 	switch tag {
 	case atom.B, atom.Strong:
 		return EntityBold
@@ -1272,7 +1309,7 @@ func entityType(tag atom.Atom, custom uint8, class string) string {
 	case atom.A:
 		return "a" // classified when it closes, from its text
 	case atom.Span:
-		if strings.Contains(class, "tg-spoiler") {
+		if bytes.Contains(class, []byte("tg-spoiler")) {
 			return EntitySpoiler
 		}
 	}

@@ -1,6 +1,7 @@
 package parser
 
 import (
+	"bytes"
 	"html"
 	"net/url"
 	"strings"
@@ -192,19 +193,26 @@ func sameURL(text, href string) bool {
 }
 
 // cssURL extracts the URL from a style attribute such as
-// "background-image:url('//cdn/x.jpg')", turning protocol-relative URLs into https.
-func cssURL(style string) string {
-	i := strings.Index(style, "url(")
+// "background-image:url('//cdn/x.jpg')", turning protocol-relative URLs into
+// https. Only the URL is copied out of the attribute.
+func cssURL(style []byte) string {
+	i := bytes.Index(style, []byte("url("))
 	if i < 0 {
 		return ""
 	}
-	s := style[i+4:]
-	j := strings.IndexByte(s, ')')
+	b := style[i+4:]
+	j := bytes.IndexByte(b, ')')
 	if j < 0 {
 		return ""
 	}
-	s = strings.Trim(strings.TrimSpace(s[:j]), `'"`)
-	return absURL(s)
+	b = bytes.Trim(bytes.TrimSpace(b[:j]), `'"`)
+	if bytes.HasPrefix(b, []byte("data:")) {
+		return "" // inline placeholders are not media addresses
+	}
+	if bytes.HasPrefix(b, []byte("//")) {
+		return "https:" + string(b)
+	}
+	return string(b)
 }
 
 func absURL(s string) string {
