@@ -113,6 +113,7 @@ type attrs struct {
 	class, href, style, src, srcset                    []byte
 	dataPost, dataView, dataBefore, dataAfter, dataWav []byte
 	datetime, rel, property, content, emojiID          []byte
+	dataWebp                                           []byte
 	autoplay, loop                                     bool
 }
 
@@ -253,6 +254,8 @@ func (s *scanner) readAttrs() {
 			s.a.content = v
 		case "emoji-id":
 			s.a.emojiID = v
+		case "data-webp":
+			s.a.dataWebp = v
 		case "autoplay":
 			s.a.autoplay = true
 		case "loop":
@@ -564,6 +567,12 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		}
 	}
 
+	if m&modAudio != 0 && s.media > 0 && s.post != nil {
+		// the document icon says the file is music
+		if md := &s.post.Content.Media[s.media-1]; md.Type == MediaDocument {
+			md.Type = MediaAudio
+		}
+	}
 	switch r {
 	case roleNone:
 		if tag == atom.Time && s.post != nil && len(s.a.datetime) > 0 && s.inReply == 0 {
@@ -588,6 +597,12 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		if s.media > 0 && s.post != nil {
 			md := &s.post.Content.Media[s.media-1]
 			if md.Type == MediaSticker {
+				if len(s.a.dataWebp) > 0 && md.URL == "" {
+					md.URL = absURL(string(s.a.dataWebp))
+				}
+				if md.Thumb == "" && len(s.a.style) > 0 {
+					md.Thumb = cssURL(s.a.style)
+				}
 				switch tag {
 				case atom.Source:
 					if md.URL == "" {
@@ -869,11 +884,6 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 			}
 		}
 		return r
-	}
-	if m&modAudio != 0 && s.media > 0 {
-		if md := &p.Content.Media[s.media-1]; md.Type == MediaDocument {
-			md.Type = MediaAudio
-		}
 	}
 	return roleNone
 }

@@ -81,10 +81,6 @@ func (c *capture) addText(s string) {
 
 func (c *capture) lineBreak() {
 	c.pendingWS = false
-	for len(c.plain) > 0 && c.plain[len(c.plain)-1] == ' ' {
-		c.plain = c.plain[:len(c.plain)-1]
-		c.u16--
-	}
 	c.plain = append(c.plain, '\n')
 	c.u16++
 }
