@@ -155,6 +155,9 @@ const (
 	MediaSticker    = "sticker"
 	MediaDocument   = "document"
 	MediaAudio      = "audio"
+	// MediaUnsupported stands for content Telegram does not show on the web
+	// at all ("Please open Telegram to view this post"); it is never available.
+	MediaUnsupported = "unsupported"
 )
 
 // Media is one attachment shown in the bubble.

@@ -94,6 +94,7 @@ const (
 	modStickerMedia
 	modVerified
 	modUserIcon
+	modSupportedCont
 )
 
 type frame struct {
@@ -146,6 +147,8 @@ type scanner struct {
 	inPageTitle     int
 	inLabelIcon     int
 	stickerExpected bool
+	supportedCont   bool   // the post has a media_supported_cont block
+	notShownLabel   string // the post's 'open Telegram to view' label, if any
 
 	text    capture // the post text; the only capture that collects entities
 	tmp     capture // small fields (views, names, titles); one at a time
@@ -331,6 +334,8 @@ func classRole(class []byte) (r role, m mods) {
 			nr = roleLabelIcon
 		case "scam-icon", "fake-icon":
 			nr = roleLabelIcon
+		case "media_supported_cont":
+			m |= modSupportedCont
 		case "tgme_icon_user":
 			m |= modUserIcon
 		case "tgme_widget_message_text":
@@ -567,6 +572,9 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		}
 	}
 
+	if m&modSupportedCont != 0 {
+		s.supportedCont = true
+	}
 	if m&modAudio != 0 && s.media > 0 && s.post != nil {
 		// the document icon says the file is music
 		if md := &s.post.Content.Media[s.media-1]; md.Type == MediaDocument {
@@ -1173,6 +1181,8 @@ func (s *scanner) end(f *frame) {
 		// Embeds of service messages show only this label.
 		if rich.String == "Service message" && p.Service == nil {
 			p.Service = &Service{Type: "other"}
+		} else if s.media == 0 {
+			s.notShownLabel = rich.String
 		}
 	}
 }
@@ -1232,6 +1242,8 @@ func (s *scanner) startPost(m mods) {
 	s.text.depth = 0
 	s.tmp.depth = 0
 	s.stickerExpected = m&modStickerMedia != 0
+	s.supportedCont = false
+	s.notShownLabel = ""
 }
 
 func (s *scanner) endPost() {
@@ -1254,6 +1266,11 @@ func (s *scanner) endPost() {
 		if !has {
 			p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: false})
 		}
+	}
+	if s.notShownLabel != "" && !s.supportedCont && len(p.Content.Media) == 0 && p.Service == nil && p.Content.Text == nil && p.Content.Poll == nil {
+		// Since 2025 every post carries the "open Telegram" block beside a
+		// media_supported_cont; alone, it means the web shows nothing.
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaUnsupported, Available: false})
 	}
 	if len(p.Content.Media) == 0 {
 		p.Content.Media = nil

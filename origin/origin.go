@@ -1,0 +1,460 @@
+// Package origin fetches t.me pages: one shared connection pool, bounded
+// retries with jittered backoff, Retry-After honoured per host, a cap on
+// body size, and an optional fallback origin.
+package origin
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultBaseURL                = "https://t.me"
+	DefaultRequestTimeout         = 10 * time.Second
+	DefaultMaxBodyBytes           = 8 << 20
+	DefaultMaxRetries             = 2
+	DefaultUserAgent              = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Safari/537.36"
+	DefaultAcceptLanguage         = "en-US,en;q=0.9"
+	DefaultMaxConnsPerHost        = 32
+	DefaultRetryBaseDelay         = 250 * time.Millisecond
+	DefaultRetryMaxDelay          = 4 * time.Second
+	DefaultRetryAfter             = 30 * time.Second
+	DefaultMaxRetryAfter          = time.Hour
+	DefaultFallbackAfter          = 3
+	DefaultFallbackCooldown       = 30 * time.Second
+	defaultDialTimeout            = 5 * time.Second
+	defaultTLSTimeout             = 5 * time.Second
+	defaultHeaderTimeout          = 8 * time.Second
+	acceptHTML                    = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+	acceptMore                    = "application/json, text/javascript, */*; q=0.01"
+	drainOnError            int64 = 4 << 10 // read this much of an error body so the connection can be reused
+)
+
+// Config configures a Client. Zero fields take the defaults above.
+type Config struct {
+	BaseURL     string // origin, e.g. "https://t.me" (TME_ORIGIN)
+	FallbackURL string // optional second origin, e.g. "https://telegram.me" (TME_FALLBACK_ORIGIN)
+
+	RequestTimeout time.Duration // one attempt, body included
+	MaxBodyBytes   int64         // larger bodies fail with ErrTooLarge
+	MaxRetries     int           // attempts after the first; 0 = DefaultMaxRetries, negative = none
+	UserAgent      string
+	AcceptLanguage string // pins the language of t.me's counters ("subscribers")
+
+	// Transport replaces the Client's own pool (tests, instrumentation).
+	// With it nil, New builds one http.Transport from the fields below.
+	Transport             http.RoundTripper
+	TLSClientConfig       *tls.Config // nil = system roots
+	MaxConnsPerHost       int
+	DialTimeout           time.Duration
+	TLSHandshakeTimeout   time.Duration
+	ResponseHeaderTimeout time.Duration
+
+	RetryBaseDelay    time.Duration // backoff before retry n is about base·2ⁿ⁻¹, jittered
+	RetryMaxDelay     time.Duration // cap of one backoff
+	DefaultRetryAfter time.Duration // a 429 without a usable Retry-After blocks this long
+	MaxRetryAfter     time.Duration // a longer Retry-After is cut to this
+
+	FallbackAfter    int           // consecutive primary failures that divert traffic to FallbackURL
+	FallbackCooldown time.Duration // how long traffic stays diverted before the primary is tried again
+
+	Now func() time.Time // clock for Retry-After and cool-downs; nil = time.Now
+}
+
+// Client fetches t.me pages. It is safe for concurrent use.
+//
+// Fallback policy (only with Config.FallbackURL set):
+//   - Within one Fetch, when every earlier attempt failed on the primary
+//     with a retryable error (5xx, timeout, broken body), the last attempt
+//     goes to the fallback.
+//   - After FallbackAfter consecutive retryable failures on the primary
+//     (counted across requests), every request goes to the fallback for
+//     FallbackCooldown. Then the primary is tried again: one success resets
+//     the count, one more failure starts another cool-down.
+//   - While the primary is rate-limited (429), requests go to the fallback
+//     unless it is rate-limited too; then Fetch returns *RateLimitError.
+//
+// Definitive answers (200, 404, the /s/ redirect of a non-channel, other
+// 4xx, an oversized body) are never retried and never diverted.
+type Client struct {
+	cfg      Config
+	hc       *http.Client
+	own      *http.Transport // the pool New built; nil when Config.Transport was given
+	now      func() time.Time
+	primary  *host
+	fallback *host // nil without FallbackURL
+
+	mu  sync.Mutex // guards rng and the state in each host
+	rng *rand.Rand
+}
+
+// host is one origin and what we learnt about it.
+type host struct {
+	base         string // scheme://host[:port][/prefix], no trailing slash
+	name         string
+	blockedUntil time.Time // from Retry-After
+	failures     int       // consecutive retryable failures
+	coolUntil    time.Time // primary only: traffic goes to the fallback until then
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) (*Client, error) {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	setDefault(&cfg.RequestTimeout, DefaultRequestTimeout)
+	setDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = DefaultMaxRetries
+	case cfg.MaxRetries < 0:
+		cfg.MaxRetries = 0
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.AcceptLanguage == "" {
+		cfg.AcceptLanguage = DefaultAcceptLanguage
+	}
+	setDefault(&cfg.MaxConnsPerHost, DefaultMaxConnsPerHost)
+	setDefault(&cfg.DialTimeout, defaultDialTimeout)
+	setDefault(&cfg.TLSHandshakeTimeout, defaultTLSTimeout)
+	setDefault(&cfg.ResponseHeaderTimeout, defaultHeaderTimeout)
+	setDefault(&cfg.RetryBaseDelay, DefaultRetryBaseDelay)
+	setDefault(&cfg.RetryMaxDelay, DefaultRetryMaxDelay)
+	setDefault(&cfg.DefaultRetryAfter, DefaultRetryAfter)
+	setDefault(&cfg.MaxRetryAfter, DefaultMaxRetryAfter)
+	setDefault(&cfg.FallbackAfter, DefaultFallbackAfter)
+	setDefault(&cfg.FallbackCooldown, DefaultFallbackCooldown)
+
+	primary, err := newHost(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("origin: base URL: %w", err)
+	}
+	c := &Client{
+		cfg:     cfg,
+		now:     cfg.Now,
+		primary: primary,
+		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if cfg.FallbackURL != "" {
+		if c.fallback, err = newHost(cfg.FallbackURL); err != nil {
+			return nil, fmt.Errorf("origin: fallback URL: %w", err)
+		}
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		c.own = newTransport(cfg)
+		rt = c.own
+	}
+	c.hc = &http.Client{
+		Transport: rt,
+		// A redirect is an answer (a /s/ page of a non-channel goes to
+		// the landing page), so it is returned, not followed.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return c, nil
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+func newHost(raw string) (*host, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%q is not an http(s) origin", raw)
+	}
+	return &host{base: strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), name: u.Host}, nil
+}
+
+func newTransport(cfg Config) *http.Transport {
+	d := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true, // a custom dialer turns HTTP/2 off unless asked for
+		MaxIdleConns:          2 * cfg.MaxConnsPerHost,
+		MaxIdleConnsPerHost:   cfg.MaxConnsPerHost,
+		MaxConnsPerHost:       cfg.MaxConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSClientConfig:       cfg.TLSClientConfig,
+		TLSHandshakeTimeout:   cfg.TLSHandshakeTimeout,
+		ResponseHeaderTimeout: cfg.ResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Close drops idle connections of the Client's own pool.
+func (c *Client) Close() error {
+	if c.own != nil {
+		c.own.CloseIdleConnections()
+	}
+	return nil
+}
+
+// outcome classifies one attempt.
+type outcome int
+
+const (
+	done        outcome = iota // success or a definitive answer: stop
+	retry                      // 5xx, timeout, broken body
+	rateLimited                // 429
+)
+
+// Fetch returns the bytes of the page r names.
+func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	path := r.Path()
+	attempts := c.cfg.MaxRetries + 1
+	var (
+		lastErr  error
+		prev     *host
+		retrying bool // the last attempt failed with a retryable error
+		n        int
+	)
+	for ; n < attempts; n++ {
+		h, blocked := c.pick(retrying && n == attempts-1)
+		if h == nil {
+			return nil, blocked
+		}
+		if retrying && h == prev {
+			if err := c.backoff(ctx, n); err != nil {
+				return nil, ctxError(ctx)
+			}
+		}
+		prev = h
+		body, oc, until, err := c.attempt(ctx, h, r, path)
+		if ctx.Err() != nil {
+			return nil, ctxError(ctx)
+		}
+		switch oc {
+		case done:
+			c.answered(h)
+			return body, err
+		case rateLimited:
+			c.block(h, until)
+			lastErr, retrying = &RateLimitError{RetryAfter: until, Host: h.name}, false
+		case retry:
+			c.failed(h)
+			lastErr, retrying = err, true
+		}
+	}
+	if retrying && n > 1 {
+		return nil, fmt.Errorf("%w (%d attempts)", lastErr, n)
+	}
+	return nil, lastErr
+}
+
+// pick chooses the host for the next attempt, or returns the rate-limit
+// error when every host is backing us off.
+func (c *Client) pick(lastChance bool) (*host, error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, f := c.primary, c.fallback
+	pOK := !now.Before(p.blockedUntil)
+	fOK := f != nil && !now.Before(f.blockedUntil)
+	switch {
+	case fOK && (!pOK || lastChance || now.Before(p.coolUntil)):
+		return f, nil
+	case pOK:
+		return p, nil
+	}
+	until := p.blockedUntil
+	if f != nil && f.blockedUntil.Before(until) {
+		until = f.blockedUntil
+	}
+	name := p.name
+	if f != nil {
+		name += ", " + f.name
+	}
+	return nil, &RateLimitError{RetryAfter: until, Host: name}
+}
+
+func (c *Client) answered(h *host) {
+	c.mu.Lock()
+	h.failures = 0
+	h.coolUntil = time.Time{}
+	c.mu.Unlock()
+}
+
+func (c *Client) failed(h *host) {
+	now := c.now()
+	c.mu.Lock()
+	h.failures++
+	if h == c.primary && c.fallback != nil && h.failures >= c.cfg.FallbackAfter {
+		h.coolUntil = now.Add(c.cfg.FallbackCooldown)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Client) block(h *host, until time.Time) {
+	c.mu.Lock()
+	if until.After(h.blockedUntil) {
+		h.blockedUntil = until
+	}
+	c.mu.Unlock()
+}
+
+// backoff sleeps before attempt n (n ≥ 1): about base·2ⁿ⁻¹, capped, with
+// equal jitter so that retries of many requests spread out.
+func (c *Client) backoff(ctx context.Context, n int) error {
+	d := c.cfg.RetryBaseDelay << min(n-1, 20)
+	if d <= 0 || d > c.cfg.RetryMaxDelay {
+		d = c.cfg.RetryMaxDelay
+	}
+	c.mu.Lock()
+	d = d/2 + time.Duration(c.rng.Int64N(int64(d/2)+1))
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ctxError reports the caller's context ending: a deadline is a timeout to
+// the caller, a cancellation is passed on as is.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	return fmt.Errorf("origin: %w", err)
+}
+
+// attempt sends one request to h. For rateLimited it returns the time the
+// host may be asked again.
+func (c *Client) attempt(ctx context.Context, h *host, r Request, path string) ([]byte, outcome, time.Time, error) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	method := r.Method()
+	target := h.base + path
+	req, err := http.NewRequestWithContext(actx, method, target, nil)
+	if err != nil {
+		return nil, done, time.Time{}, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	req.Header.Set("User-Agent", c.cfg.UserAgent)
+	req.Header.Set("Accept-Language", c.cfg.AcceptLanguage)
+	if r.Kind == parser.KindMore {
+		// What t.me's own page script sends when loading more posts.
+		req.Header.Set("Accept", acceptMore)
+		req.Header.Set("X-Requested-With", "XMLHttpRequest")
+		req.Header.Set("Origin", h.base)
+		req.Header.Set("Referer", h.base+"/s/"+r.Channel)
+	} else {
+		req.Header.Set("Accept", acceptHTML)
+	}
+	what := method + " " + target
+
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if isTimeout(actx, err) {
+			return nil, retry, time.Time{}, fmt.Errorf("%w: %s: %w", ErrTimeout, what, err)
+		}
+		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: %w", ErrUpstream, what, err)
+	}
+	defer resp.Body.Close()
+
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		body, oc, err := c.readBody(actx, resp, what)
+		return body, oc, time.Time{}, err
+	case code == http.StatusNotFound || code == http.StatusGone:
+		drain(resp.Body)
+		return nil, done, time.Time{}, fmt.Errorf("%w: %s: status %d", ErrNotFound, what, code)
+	case code >= 300 && code < 400 && strings.HasPrefix(path, "/s/"):
+		// t.me sends /s/<name> of a user, group, bot or unknown name to
+		// the landing page /<name>: not a public channel.
+		drain(resp.Body)
+		return nil, done, time.Time{}, fmt.Errorf("%w: %s: redirected to %q", ErrNotFound, what, resp.Header.Get("Location"))
+	case code == http.StatusTooManyRequests:
+		drain(resp.Body)
+		return nil, rateLimited, c.retryAfter(resp.Header.Get("Retry-After")), nil
+	case code >= 500:
+		drain(resp.Body)
+		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: status %d", ErrUpstream, what, code)
+	default:
+		drain(resp.Body)
+		return nil, done, time.Time{}, fmt.Errorf("%w: %s: unexpected status %d", ErrUpstream, what, code)
+	}
+}
+
+func (c *Client) readBody(actx context.Context, resp *http.Response, what string) ([]byte, outcome, error) {
+	limit := c.cfg.MaxBodyBytes
+	if resp.ContentLength > limit {
+		return nil, done, fmt.Errorf("%w: %w: %s: %d bytes declared, limit %d", ErrUpstream, ErrTooLarge, what, resp.ContentLength, limit)
+	}
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil && isTimeout(actx, err):
+		return nil, retry, fmt.Errorf("%w: %s: reading body: %w", ErrTimeout, what, err)
+	case err != nil:
+		return nil, retry, fmt.Errorf("%w: %s: reading body: %w", ErrUpstream, what, err)
+	case n > limit:
+		return nil, done, fmt.Errorf("%w: %w: %s: body over %d bytes", ErrUpstream, ErrTooLarge, what, limit)
+	case resp.ContentLength >= 0 && n != resp.ContentLength:
+		return nil, retry, fmt.Errorf("%w: %s: truncated body: %d of %d bytes", ErrUpstream, what, n, resp.ContentLength)
+	}
+	return buf.Bytes(), done, nil
+}
+
+// retryAfter turns a Retry-After value (seconds or an HTTP date) into the
+// time the host may be asked again.
+func (c *Client) retryAfter(v string) time.Time {
+	now := c.now()
+	d := c.cfg.DefaultRetryAfter
+	v = strings.TrimSpace(v)
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil && secs >= 0 {
+		d = time.Duration(min(secs, int64(c.cfg.MaxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(t.Sub(now), 0)
+	}
+	return now.Add(min(d, c.cfg.MaxRetryAfter))
+}
+
+func isTimeout(actx context.Context, err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func drain(r io.Reader) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r, drainOnError))
+}

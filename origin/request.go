@@ -1,0 +1,100 @@
+package origin
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// Request names one t.me page.
+type Request struct {
+	Kind     parser.Kind // KindBody, KindMore, KindPreview or KindEmbed
+	Channel  string      // lower-cased, validated username
+	Position int         // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
+	After    bool        // more only: after=N instead of before=N
+}
+
+// Path is the request's path and query on t.me.
+func (r Request) Path() string {
+	switch r.Kind {
+	case parser.KindBody:
+		if r.Position > 0 {
+			return "/s/" + r.Channel + "/" + strconv.Itoa(r.Position)
+		}
+		return "/s/" + r.Channel
+	case parser.KindMore:
+		return "/s/" + r.Channel + "?" + r.direction() + "=" + strconv.Itoa(r.Position)
+	case parser.KindPreview:
+		return "/" + r.Channel
+	case parser.KindEmbed:
+		return "/" + r.Channel + "/" + strconv.Itoa(r.Position) + "?embed=1"
+	}
+	return ""
+}
+
+// Method is the HTTP method t.me expects: "more" chunks are POSTed, as
+// t.me's own page script loads them.
+func (r Request) Method() string {
+	if r.Kind == parser.KindMore {
+		return http.MethodPost
+	}
+	return http.MethodGet
+}
+
+// Key is the cache key of the page's bytes. The channel sits in braces so a
+// page and everything derived from it share one Valkey Cluster slot; "v1"
+// changes whenever the stored format does.
+func (r Request) Key() string {
+	prefix := "tme:v1:page:{" + r.Channel + "}:"
+	switch r.Kind {
+	case parser.KindBody:
+		return prefix + "body:" + strconv.Itoa(r.Position)
+	case parser.KindMore:
+		return prefix + "more:" + r.direction() + ":" + strconv.Itoa(r.Position)
+	case parser.KindPreview:
+		return prefix + "preview"
+	case parser.KindEmbed:
+		return prefix + "embed:" + strconv.Itoa(r.Position)
+	}
+	return prefix + "unknown"
+}
+
+func (r Request) direction() string {
+	if r.After {
+		return "after"
+	}
+	return "before"
+}
+
+// maxChannelLen bounds the username; Telegram's own limit is 32, a little
+// slack keeps old or special names fetchable.
+const maxChannelLen = 64
+
+// Validate reports whether the request can be sent. Username rules proper
+// live with the API layer; this only keeps the path well-formed.
+func (r Request) Validate() error {
+	if r.Channel == "" || len(r.Channel) > maxChannelLen {
+		return fmt.Errorf("%w: channel %q", ErrInvalidRequest, r.Channel)
+	}
+	for i := 0; i < len(r.Channel); i++ {
+		c := r.Channel[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return fmt.Errorf("%w: channel %q", ErrInvalidRequest, r.Channel)
+		}
+	}
+	switch r.Kind {
+	case parser.KindBody, parser.KindPreview:
+		if r.Position < 0 {
+			return fmt.Errorf("%w: position %d", ErrInvalidRequest, r.Position)
+		}
+	case parser.KindMore, parser.KindEmbed:
+		if r.Position <= 0 {
+			return fmt.Errorf("%w: position %d", ErrInvalidRequest, r.Position)
+		}
+	default:
+		return fmt.Errorf("%w: kind %q", ErrInvalidRequest, r.Kind)
+	}
+	return nil
+}
