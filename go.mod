@@ -1,15 +1,18 @@
 module github.com/tmefeed/tmefeed
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/99designs/gqlgen v0.17.98 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
+	github.com/coder/websocket v1.8.15 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/go-chi/cors v1.2.2 // indirect
 	github.com/go-chi/httprate v0.16.1 // indirect
+	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
 	github.com/goccy/go-yaml v1.19.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect

@@ -24,6 +24,11 @@ type Cache interface {
 	// When a reload fails but a stale copy is still held, the stale copy is
 	// returned with Stale set and a nil error; with no copy, the load's error
 	// is returned as is, so callers can errors.Is it.
+	//
+	// A load is shared, so it runs detached from any one caller's ctx (with a
+	// bound of its own); each caller returns when its own ctx is done. The
+	// returned Value may be shared with other callers and must not be
+	// modified.
 	Get(ctx context.Context, key string, load Loader) (Entry, error)
 	// Close releases the tier's resources.
 	Close() error

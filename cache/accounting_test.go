@@ -1,0 +1,205 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// heapInUse returns the live heap after forcing collection, so garbage left
+// by earlier work does not count.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// warmCodec makes c allocate its lazily built zstd state (one per encoder
+// and decoder slot) so that it is not counted as the cache's growth.
+func warmCodec(t testing.TB, c *Codec, pages []testPage) {
+	t.Helper()
+	for range 2 * runtime.GOMAXPROCS(0) {
+		for _, p := range pages {
+			b, err := c.Encode(Entry{Value: p.body, FetchedAt: time.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Decode(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// fill stores n entries through Get, with keys shaped like origin's, and
+// returns the raw bytes loaded.
+func fill(t testing.TB, m *Memory, n int, value func(i int) []byte) int {
+	t.Helper()
+	raw := 0
+	for i := range n {
+		v := value(i)
+		raw += len(v)
+		key := fmt.Sprintf("tme:v1:page:{chan%06d}:body:0", i)
+		_, err := m.Get(context.Background(), key, func(context.Context) (Entry, error) {
+			return Entry{Value: v}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.store.CleanUp() // finish pending eviction before measuring
+	return raw
+}
+
+// TestEntryOverhead measures what an entry costs beyond its encoded bytes
+// and key, the entryOverhead constant of the weigher, with many small
+// entries so the per-entry part dominates. It fails when the constant no
+// longer matches the measurement, e.g. after an otter or Go upgrade.
+func TestEntryOverhead(t *testing.T) {
+	const n = 20_000
+	m, err := NewMemory(MemoryConfig{MaxBytes: 1 << 30, Refresh: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	values := make([][]byte, n)
+	for i := range values {
+		values[i] = make([]byte, 50+rng.IntN(400))
+		for j := range values[i] {
+			values[i][j] = byte(rng.Uint32())
+		}
+	}
+	warmCodec(t, m.codec, []testPage{{body: values[0]}})
+
+	before := heapInUse()
+	fill(t, m, n, func(i int) []byte { return values[i] })
+	after := heapInUse()
+	runtime.KeepAlive(values)
+
+	s := m.Stats()
+	if s.Entries != n {
+		t.Fatalf("entries = %d, want %d (nothing should be evicted)", s.Entries, n)
+	}
+	payload := float64(s.Bytes) - float64(n*entryOverhead) // Σ len(encoded)+len(key)
+	measured := (float64(after) - float64(before) - payload) / n
+	t.Logf("heap growth %d B for %d entries holding %.0f B: overhead %.0f B/entry (constant %d)",
+		after-before, n, payload, measured, entryOverhead)
+	if math.Abs(measured-entryOverhead) > 0.25*entryOverhead {
+		t.Errorf("measured overhead %.0f B/entry; entryOverhead = %d is off by more than 25%%", measured, entryOverhead)
+	}
+}
+
+// TestMemoryAccounting fills the cache well past its bound with real pages
+// and checks that the accounted size stays within the bound and matches
+// what the heap actually grew by.
+func TestMemoryAccounting(t *testing.T) {
+	const maxBytes = 8 << 20
+	pages := realisticPages(t)
+	m, err := NewMemory(MemoryConfig{MaxBytes: maxBytes, Refresh: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	warmCodec(t, m.codec, pages)
+
+	// Enough entries that, compressed, they come to 1.5 times the bound.
+	var compressed int
+	for _, p := range pages {
+		b, _ := m.codec.Encode(Entry{Value: p.body})
+		compressed += len(b)
+	}
+	n := 3 * maxBytes / 2 * len(pages) / compressed
+
+	before := heapInUse()
+	raw := fill(t, m, n, func(i int) []byte { return varyPage(pages[i%len(pages)].body, i) })
+	after := heapInUse()
+
+	s := m.Stats()
+	growth := float64(after) - float64(before)
+	t.Logf("%d pages, %d MiB raw, into a %d MiB bound: %d entries held, %d B accounted, heap grew %.0f B (%+.1f%%)",
+		n, raw>>20, maxBytes>>20, s.Entries, s.Bytes, growth, 100*(float64(s.Bytes)-growth)/growth)
+	if s.Bytes > maxBytes {
+		t.Errorf("accounted %d B, over the %d B bound", s.Bytes, maxBytes)
+	}
+	if s.Entries >= n {
+		t.Errorf("all %d entries kept: the bound was never reached", n)
+	}
+	if math.Abs(float64(s.Bytes)-growth) > 0.2*growth {
+		t.Errorf("accounted %d B but the heap grew %.0f B: more than 20%% apart", s.Bytes, growth)
+	}
+}
+
+// TestCompressionRatio reports how well the fixture pages compress, and
+// checks that compression is worth its cost on them.
+func TestCompressionRatio(t *testing.T) {
+	pages := realisticPages(t)
+	c, err := NewCodec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw, enc int
+	for _, p := range pages {
+		b, err := c.Encode(Entry{Value: p.body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw += len(p.body)
+		enc += len(b)
+		t.Logf("%-50s %7d -> %6d B  %.3f", p.name, len(p.body), len(b), float64(len(b))/float64(len(p.body)))
+	}
+	ratio := float64(enc) / float64(raw)
+	t.Logf("%d pages: %d -> %d B, compressed/raw = %.3f", len(pages), raw, enc, ratio)
+	if ratio > 0.5 {
+		t.Errorf("compressed/raw = %.3f; HTML pages should compress at least 2:1", ratio)
+	}
+}
+
+// BenchmarkGetHit measures a fresh hit: a lookup, a header check and
+// decompression of the page into a new slice.
+func BenchmarkGetHit(b *testing.B) {
+	pages := realisticPages(b)
+	m, err := NewMemory(MemoryConfig{Refresh: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	keys := make([]string, len(pages))
+	for i, p := range pages {
+		keys[i] = fmt.Sprintf("tme:v1:page:{chan%03d}:body:0", i)
+		if _, err := m.Get(ctx, keys[i], func(context.Context) (Entry, error) { return Entry{Value: p.body}, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	noLoad := func(context.Context) (Entry, error) {
+		b.Fatal("hit called the loader")
+		return Entry{}, nil
+	}
+	smallest, largest := 0, 0
+	for j, p := range pages {
+		if len(p.body) < len(pages[smallest].body) {
+			smallest = j
+		}
+		if len(p.body) > len(pages[largest].body) {
+			largest = j
+		}
+	}
+	for _, i := range []int{smallest, largest} {
+		b.Run(fmt.Sprintf("page=%dB", len(pages[i].body)), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(pages[i].body)))
+			for b.Loop() {
+				if _, err := m.Get(ctx, keys[i], noLoad); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

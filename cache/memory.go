@@ -1,0 +1,322 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+	"golang.org/x/sync/singleflight"
+)
+
+const (
+	// DefaultMaxBytes is the bound when MemoryConfig.MaxBytes is 0
+	// (MEMORY_CACHE_MAX_MB=64).
+	DefaultMaxBytes = 64 << 20
+
+	// DefaultLoadTimeout bounds a shared load when MemoryConfig.LoadTimeout
+	// is 0. The origin client has its own, shorter deadlines; this one only
+	// guarantees that a load nobody waits for any more still ends.
+	DefaultLoadTimeout = 30 * time.Second
+
+	// entryOverhead is the heap an entry costs beyond its encoded bytes and
+	// its key: otter's node (key and slice headers, expiry, weight, list
+	// links), its hash-table slot, its share of the frequency sketch, and
+	// size-class rounding of the value and key allocations. Measured by
+	// TestEntryOverhead (live-heap growth after forced GCs, amd64, Go 1.26,
+	// otter v2.4.0): 132–143 B/entry for 5 000 to 200 000 entries, the same
+	// with -race.
+	entryOverhead = 136
+)
+
+// ErrClosed is returned by Get after Close.
+var ErrClosed = errors.New("cache: closed")
+
+// RefreshFor maps CACHE_MODE to the refresh point: "off" stores nothing,
+// "normal" reloads a page older than 10 s, "aggressive" one older than 120 s.
+func RefreshFor(mode string) (time.Duration, error) {
+	switch mode {
+	case "off":
+		return 0, nil
+	case "normal":
+		return 10 * time.Second, nil
+	case "aggressive":
+		return 120 * time.Second, nil
+	}
+	return 0, fmt.Errorf("cache: unknown CACHE_MODE %q (want off, normal or aggressive)", mode)
+}
+
+// DefaultHardTTL is the hard TTL used when MemoryConfig.HardTTL is 0:
+// max(30×refresh, 10 min), i.e. 10 min in normal mode and 1 h in aggressive
+// mode. The copy kept past the refresh point is only served when a reload
+// fails, so the hard TTL is how long tmefeed rides out a Telegram outage or a
+// 429 cool-down (commonly minutes) on old data. Memory stays bounded by
+// MaxBytes either way, so a long hard TTL costs nothing but staleness.
+func DefaultHardTTL(refresh time.Duration) time.Duration {
+	return max(30*refresh, 10*time.Minute)
+}
+
+// MemoryConfig configures the embedded tier.
+type MemoryConfig struct {
+	// MaxBytes bounds the accounted size: compressed value + header + key +
+	// a measured per-entry overhead. 0 means DefaultMaxBytes.
+	MaxBytes int64
+	// Refresh is the age past which an entry is reloaded before it is served.
+	// 0 (CACHE_MODE=off) stores nothing; concurrent loads are still coalesced.
+	Refresh time.Duration
+	// HardTTL is the age past which a copy is dropped, even as a fallback
+	// for a failed reload. 0 means DefaultHardTTL(Refresh).
+	HardTTL time.Duration
+	// LoadTimeout bounds one shared load. 0 means DefaultLoadTimeout.
+	LoadTimeout time.Duration
+	// Now is the clock; nil means time.Now. For tests.
+	Now func() time.Time
+}
+
+// MemoryStats is a snapshot of the embedded tier's counters.
+type MemoryStats struct {
+	Hits        uint64 // Gets answered from a fresh copy without waiting for a load
+	Misses      uint64 // Gets that found no fresh copy and waited for a load
+	StaleServed uint64 // Gets answered with a stale copy because the reload failed
+	Loads       uint64 // calls of a Loader (Misses minus those coalesced or found fresh on re-check)
+	LoadErrors  uint64 // Loader calls that returned an error
+	Bytes       uint64 // accounted bytes held, at most MaxBytes once eviction catches up
+	Entries     int    // entries held
+}
+
+// Memory is the embedded cache tier: zstd-compressed entries in an otter
+// cache bounded by accounted bytes, one load per key at a time.
+//
+// An entry younger than Refresh is served as is. An older one is reloaded
+// while the caller waits; if the reload fails, the old copy is served with
+// Stale set until it reaches HardTTL.
+type Memory struct {
+	store       *otter.Cache[string, []byte] // encoded entries; nil when Refresh is 0
+	group       singleflight.Group
+	codec       *Codec
+	refresh     time.Duration
+	hardTTL     time.Duration
+	loadTimeout time.Duration
+	now         func() time.Time
+	closed      atomic.Bool
+
+	hits, misses, stale, loads, loadErrors atomic.Uint64
+}
+
+var _ Cache = (*Memory)(nil)
+
+// NewMemory returns an embedded cache configured by cfg.
+func NewMemory(cfg MemoryConfig) (*Memory, error) {
+	if cfg.MaxBytes < 0 || cfg.Refresh < 0 || cfg.HardTTL < 0 || cfg.LoadTimeout < 0 {
+		return nil, fmt.Errorf("cache: negative MemoryConfig value: %+v", cfg)
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.HardTTL == 0 {
+		cfg.HardTTL = DefaultHardTTL(cfg.Refresh)
+	}
+	if cfg.HardTTL < cfg.Refresh {
+		return nil, fmt.Errorf("cache: HardTTL %v is shorter than Refresh %v", cfg.HardTTL, cfg.Refresh)
+	}
+	if cfg.LoadTimeout == 0 {
+		cfg.LoadTimeout = DefaultLoadTimeout
+	}
+	customClock := cfg.Now != nil
+	if !customClock {
+		cfg.Now = time.Now
+	}
+	codec, err := NewCodec()
+	if err != nil {
+		return nil, err
+	}
+	m := &Memory{
+		codec:       codec,
+		refresh:     cfg.Refresh,
+		hardTTL:     cfg.HardTTL,
+		loadTimeout: cfg.LoadTimeout,
+		now:         cfg.Now,
+	}
+	if cfg.Refresh == 0 {
+		return m, nil
+	}
+	opts := &otter.Options[string, []byte]{
+		MaximumWeight:    uint64(cfg.MaxBytes),
+		Weigher:          weigh,
+		ExpiryCalculator: hardExpiry{m},
+	}
+	if customClock {
+		// Expiry must follow the same clock as freshness.
+		opts.Clock = nowClock(cfg.Now)
+	}
+	m.store, err = otter.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cache: otter: %w", err)
+	}
+	return m, nil
+}
+
+// weigh is the accounted size of one entry. Encode returns slices without
+// spare capacity, so len is what the value holds.
+func weigh(key string, enc []byte) uint32 {
+	return uint32(len(enc) + len(key) + entryOverhead)
+}
+
+// Get implements Cache. Callers must not modify the returned Value: callers
+// that shared a load share its bytes.
+func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error) {
+	if m.closed.Load() {
+		return Entry{}, ErrClosed
+	}
+	if m.store != nil {
+		if b, ok := m.store.GetIfPresent(key); ok && m.age(b) < m.refresh {
+			if e, err := m.codec.Decode(b); err == nil {
+				m.hits.Add(1)
+				return e, nil
+			}
+			// Unreachable unless memory is corrupted; reload rather than fail.
+			m.store.Invalidate(key)
+		}
+	}
+	m.misses.Add(1)
+	if err := ctx.Err(); err != nil {
+		return Entry{}, fmt.Errorf("cache: get %q: %w", key, err)
+	}
+	// The load runs on its own goroutine, so each caller can stop waiting
+	// when its own ctx ends without cancelling the load for the others.
+	ch := m.group.DoChan(key, func() (any, error) {
+		return m.fill(ctx, key, load)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return Entry{}, r.Err
+		}
+		e := r.Val.(Entry)
+		if e.Stale {
+			m.stale.Add(1)
+		}
+		return e, nil
+	case <-ctx.Done():
+		return Entry{}, fmt.Errorf("cache: get %q: %w", key, ctx.Err())
+	}
+}
+
+// fill runs once per key at a time, under singleflight.
+func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, error) {
+	var prev []byte
+	if m.store != nil {
+		if b, ok := m.store.GetIfPresent(key); ok {
+			age := m.age(b)
+			switch {
+			case age < m.refresh:
+				// Stored by a load that finished between this caller's
+				// lookup and its joining the flight.
+				if e, err := m.codec.Decode(b); err == nil {
+					return e, nil
+				}
+			case age < m.hardTTL:
+				prev = b
+			}
+		}
+	}
+
+	// Detached from the first caller: the load serves everyone who joined,
+	// and its result is worth storing even if they all gave up. The timeout
+	// keeps an unwatched load from running forever.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.loadTimeout)
+	defer cancel()
+	m.loads.Add(1)
+	e, err := callLoader(lctx, key, load)
+	if err != nil {
+		m.loadErrors.Add(1)
+		if prev != nil {
+			if old, derr := m.codec.Decode(prev); derr == nil {
+				old.Stale = true
+				return old, nil
+			}
+		}
+		return Entry{}, err
+	}
+	e.Stale = false
+	if e.FetchedAt.IsZero() {
+		e.FetchedAt = m.now()
+	}
+	if m.store != nil {
+		// A value that cannot be encoded is served but not stored.
+		if b, err := m.codec.Encode(e); err == nil && m.now().Sub(e.FetchedAt) < m.hardTTL {
+			m.store.Set(key, b)
+		}
+	}
+	return e, nil
+}
+
+// callLoader turns a panic in load into an error: the load runs on a
+// goroutine of its own, where a panic would end the process.
+func callLoader(ctx context.Context, key string, load Loader) (e Entry, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cache: loader for %q panicked: %v", key, r)
+		}
+	}()
+	return load(ctx)
+}
+
+// age is how long ago the origin served the entry encoded in b.
+func (m *Memory) age(b []byte) time.Duration {
+	return time.Duration(m.now().UnixNano() - fetchedNanos(b))
+}
+
+// Stats returns the current counters.
+func (m *Memory) Stats() MemoryStats {
+	s := MemoryStats{
+		Hits:        m.hits.Load(),
+		Misses:      m.misses.Load(),
+		StaleServed: m.stale.Load(),
+		Loads:       m.loads.Load(),
+		LoadErrors:  m.loadErrors.Load(),
+	}
+	if m.store != nil {
+		s.Bytes = m.store.WeightedSize()
+		s.Entries = m.store.EstimatedSize()
+	}
+	return s
+}
+
+// Close drops every entry and stops the store's background goroutine. Gets
+// after Close return ErrClosed; loads already running finish on their own.
+func (m *Memory) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	if m.store != nil {
+		m.store.StopAllGoroutines()
+		m.store.InvalidateAll()
+	}
+	return nil
+}
+
+// hardExpiry removes an entry once it reaches the hard TTL, counted from
+// FetchedAt rather than from insertion.
+type hardExpiry struct{ m *Memory }
+
+func (h hardExpiry) ExpireAfterCreate(e otter.Entry[string, []byte]) time.Duration {
+	return h.m.hardTTL - h.m.age(e.Value)
+}
+
+func (h hardExpiry) ExpireAfterUpdate(e otter.Entry[string, []byte], _ []byte) time.Duration {
+	return h.m.hardTTL - h.m.age(e.Value)
+}
+
+func (h hardExpiry) ExpireAfterRead(e otter.Entry[string, []byte]) time.Duration {
+	return e.ExpiresAfter()
+}
+
+// nowClock adapts a time function to otter's Clock. It does not tick, so
+// expired entries are dropped on access and by size rather than periodically.
+type nowClock func() time.Time
+
+func (c nowClock) NowNano() int64                      { return c().UnixNano() }
+func (c nowClock) Tick(time.Duration) <-chan time.Time { return nil }

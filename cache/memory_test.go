@@ -1,0 +1,496 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var errUpstream = errors.New("origin: 503")
+
+func newTestMemory(t *testing.T, cfg MemoryConfig) *Memory {
+	t.Helper()
+	m, err := NewMemory(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// loader returns a Loader that counts its calls and answers with value(n)
+// for the n-th call (from 1), or with the error from fail(n) when not nil.
+type loader struct {
+	calls atomic.Int64
+	value func(n int64) []byte
+	fail  func(n int64) error
+}
+
+func (l *loader) load(context.Context) (Entry, error) {
+	n := l.calls.Add(1)
+	if l.fail != nil {
+		if err := l.fail(n); err != nil {
+			return Entry{}, fmt.Errorf("fetch: %w", err)
+		}
+	}
+	return Entry{Value: l.value(n)}, nil
+}
+
+func version(n int64) []byte { return fmt.Appendf(nil, "<html>page v%d</html>", n) }
+
+func get(t *testing.T, m *Memory, key string, load Loader) Entry {
+	t.Helper()
+	e, err := m.Get(context.Background(), key, load)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return e
+}
+
+func TestGetCoalescesConcurrentMisses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second})
+		var calls atomic.Int64
+		release := make(chan struct{})
+		load := func(context.Context) (Entry, error) {
+			calls.Add(1)
+			<-release
+			return Entry{Value: []byte("<html>page</html>")}, nil
+		}
+
+		const n = 100
+		entries := make([]Entry, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { entries[i], errs[i] = m.Get(context.Background(), "tme:v1:page:{durov}:body:0", load) })
+		}
+		synctest.Wait() // all 100 callers are blocked: one in the loader, the rest waiting for it
+		if got := calls.Load(); got != 1 {
+			t.Fatalf("loader called %d times by %d concurrent misses, want 1", got, n)
+		}
+		close(release)
+		wg.Wait()
+
+		for i := range n {
+			if errs[i] != nil || string(entries[i].Value) != "<html>page</html>" {
+				t.Fatalf("caller %d: %q, %v", i, entries[i].Value, errs[i])
+			}
+		}
+		if s := m.Stats(); s.Loads != 1 || s.Misses != n || s.Entries != 1 {
+			t.Errorf("stats = %+v, want 1 load, %d misses, 1 entry", s, n)
+		}
+	})
+}
+
+func TestGetFreshHitDoesNotLoad(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+	l := &loader{value: version}
+
+	first := get(t, m, "k", l.load)
+	clock.Advance(10*time.Second - time.Nanosecond)
+	hit := get(t, m, "k", l.load)
+
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("loader called %d times, want 1", got)
+	}
+	if !bytes.Equal(hit.Value, first.Value) || !hit.FetchedAt.Equal(first.FetchedAt) || hit.Stale {
+		t.Errorf("hit = {%q %v stale=%v}, want {%q %v stale=false}", hit.Value, hit.FetchedAt, hit.Stale, first.Value, first.FetchedAt)
+	}
+	if !first.FetchedAt.Equal(clock.Now().Add(-10*time.Second + time.Nanosecond)) {
+		t.Errorf("FetchedAt = %v, want the time of the load", first.FetchedAt)
+	}
+	if s := m.Stats(); s.Hits != 1 || s.Misses != 1 {
+		t.Errorf("stats = %+v, want 1 hit and 1 miss", s)
+	}
+}
+
+func TestGetHitValueIsPrivate(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: time.Minute})
+	l := &loader{value: version}
+	get(t, m, "k", l.load)
+	a := get(t, m, "k", l.load)
+	copy(a.Value, "XXXXXX")
+	if b := get(t, m, "k", l.load); string(b.Value) != "<html>page v1</html>" {
+		t.Errorf("a caller's write to a hit changed the cache: %q", b.Value)
+	}
+}
+
+func TestGetReloadsPastRefresh(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+	l := &loader{value: version}
+
+	get(t, m, "k", l.load)
+	clock.Advance(10 * time.Second)
+	e := get(t, m, "k", l.load)
+
+	if got := l.calls.Load(); got != 2 {
+		t.Errorf("loader called %d times, want 2", got)
+	}
+	if string(e.Value) != "<html>page v2</html>" || e.Stale || !e.FetchedAt.Equal(clock.Now()) {
+		t.Errorf("after refresh: {%q %v stale=%v}, want the reloaded v2 fetched now", e.Value, e.FetchedAt, e.Stale)
+	}
+	if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v2</html>" || l.calls.Load() != 2 {
+		t.Errorf("reloaded copy not stored: got %q after %d loads", e.Value, l.calls.Load())
+	}
+}
+
+func TestGetAgeCountsFromLoaderFetchedAt(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+	var calls int
+	load := func(context.Context) (Entry, error) {
+		calls++
+		// e.g. a copy another tier fetched 7 s ago
+		return Entry{Value: []byte("v"), FetchedAt: clock.Now().Add(-7 * time.Second)}, nil
+	}
+	e := get(t, m, "k", load)
+	if !e.FetchedAt.Equal(clock.Now().Add(-7 * time.Second)) {
+		t.Errorf("FetchedAt = %v, want the loader's", e.FetchedAt)
+	}
+	clock.Advance(2 * time.Second)
+	get(t, m, "k", load)
+	clock.Advance(time.Second)
+	get(t, m, "k", load)
+	if calls != 2 {
+		t.Errorf("loader called %d times, want 2: the copy turns stale 10 s after the loader's FetchedAt", calls)
+	}
+}
+
+func TestGetServesStaleCopyWhenReloadFails(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, HardTTL: time.Minute, Now: clock.Now})
+	failing := true
+	l := &loader{value: version, fail: func(n int64) error {
+		if n > 1 && failing {
+			return errUpstream
+		}
+		return nil
+	}}
+
+	fetched := get(t, m, "k", l.load).FetchedAt
+	clock.Advance(30 * time.Second)
+	e, err := m.Get(context.Background(), "k", l.load)
+	if err != nil {
+		t.Fatalf("reload failed with a copy held: err = %v, want the stale copy", err)
+	}
+	if string(e.Value) != "<html>page v1</html>" || !e.Stale || !e.FetchedAt.Equal(fetched) {
+		t.Errorf("got {%q %v stale=%v}, want v1 from %v marked stale", e.Value, e.FetchedAt, e.Stale, fetched)
+	}
+
+	// Each later Get tries again rather than settling for the stale copy.
+	get(t, m, "k", l.load)
+	if got := l.calls.Load(); got != 3 {
+		t.Errorf("loader called %d times, want 3", got)
+	}
+	failing = false
+	if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v4</html>" || e.Stale {
+		t.Errorf("after the origin recovered: {%q stale=%v}, want fresh v4", e.Value, e.Stale)
+	}
+	if s := m.Stats(); s.StaleServed != 2 || s.LoadErrors != 2 || s.Loads != 4 {
+		t.Errorf("stats = %+v, want 2 stale served, 2 load errors, 4 loads", s)
+	}
+}
+
+func TestGetWithoutCopyReturnsLoaderError(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second})
+	l := &loader{value: version, fail: func(int64) error { return errUpstream }}
+
+	e, err := m.Get(context.Background(), "k", l.load)
+	if !errors.Is(err, errUpstream) {
+		t.Fatalf("err = %v, want one wrapping errUpstream", err)
+	}
+	if e.Value != nil || e.Stale {
+		t.Errorf("entry %+v returned with the error", e)
+	}
+	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errUpstream) || l.calls.Load() != 2 {
+		t.Errorf("second Get: err = %v after %d loads; errors must not be cached", err, l.calls.Load())
+	}
+}
+
+func TestGetPastHardTTLDoesNotServeStale(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, HardTTL: time.Minute, Now: clock.Now})
+	l := &loader{value: version, fail: func(n int64) error {
+		if n > 1 {
+			return errUpstream
+		}
+		return nil
+	}}
+	get(t, m, "k", l.load)
+	clock.Advance(time.Minute - time.Nanosecond)
+	if e, err := m.Get(context.Background(), "k", l.load); err != nil || !e.Stale {
+		t.Fatalf("just before the hard TTL: {stale=%v} %v, want the stale copy", e.Stale, err)
+	}
+	clock.Advance(time.Nanosecond)
+	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errUpstream) {
+		t.Errorf("at the hard TTL: err = %v, want the loader's error", err)
+	}
+}
+
+func TestOffModeStoresNothing(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: 0})
+	l := &loader{value: version}
+	for i := 1; i <= 3; i++ {
+		if e := get(t, m, "k", l.load); string(e.Value) != fmt.Sprintf("<html>page v%d</html>", i) {
+			t.Errorf("Get %d = %q, want a fresh load", i, e.Value)
+		}
+	}
+	if s := m.Stats(); s.Loads != 3 || s.Hits != 0 || s.Entries != 0 || s.Bytes != 0 {
+		t.Errorf("stats = %+v, want 3 loads and nothing held", s)
+	}
+}
+
+func TestOffModeCoalesces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newTestMemory(t, MemoryConfig{Refresh: 0})
+		var calls atomic.Int64
+		release := make(chan struct{})
+		load := func(context.Context) (Entry, error) {
+			calls.Add(1)
+			<-release
+			return Entry{Value: []byte("v")}, nil
+		}
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if _, err := m.Get(context.Background(), "k", load); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if got := calls.Load(); got != 1 {
+			t.Errorf("loader called %d times by 50 concurrent Gets, want 1", got)
+		}
+	})
+}
+
+// A caller whose ctx ends returns at once, but the load it started carries
+// on for the callers still waiting, with a context that is not cancelled.
+func TestCallerLeavingDoesNotCancelSharedLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second})
+		var calls atomic.Int64
+		release := make(chan struct{})
+		var loadErr error
+		load := func(ctx context.Context) (Entry, error) {
+			calls.Add(1)
+			<-release
+			loadErr = ctx.Err()
+			return Entry{Value: []byte("v")}, nil
+		}
+		type result struct {
+			e   Entry
+			err error
+		}
+		call := func(ctx context.Context) <-chan result {
+			ch := make(chan result, 1)
+			go func() {
+				e, err := m.Get(ctx, "k", load)
+				ch <- result{e, err}
+			}()
+			return ch
+		}
+
+		firstCtx, cancelFirst := context.WithCancel(context.Background())
+		first := call(firstCtx) // starts the load
+		synctest.Wait()
+		timedCtx, cancelTimed := context.WithTimeout(context.Background(), time.Second)
+		defer cancelTimed()
+		timed := call(timedCtx)
+		patient := call(context.Background())
+		synctest.Wait()
+
+		cancelFirst()
+		synctest.Wait()
+		select {
+		case r := <-first:
+			if !errors.Is(r.err, context.Canceled) {
+				t.Errorf("cancelled caller: err = %v, want context.Canceled", r.err)
+			}
+		default:
+			t.Fatal("cancelled caller still waiting for the load")
+		}
+
+		time.Sleep(time.Second) // the bubble's clock: passes once everyone is blocked
+		synctest.Wait()
+		select {
+		case r := <-timed:
+			if !errors.Is(r.err, context.DeadlineExceeded) {
+				t.Errorf("caller past its deadline: err = %v, want context.DeadlineExceeded", r.err)
+			}
+		default:
+			t.Fatal("caller past its deadline still waiting for the load")
+		}
+
+		close(release)
+		r := <-patient
+		if r.err != nil || string(r.e.Value) != "v" {
+			t.Errorf("remaining caller: %q, %v", r.e.Value, r.err)
+		}
+		if loadErr != nil {
+			t.Errorf("the load's context ended (%v) when its first caller left", loadErr)
+		}
+		if got := calls.Load(); got != 1 {
+			t.Errorf("loader called %d times, want 1", got)
+		}
+	})
+}
+
+// A load whose callers all gave up still stores its result for the next one.
+func TestAbandonedLoadIsStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second})
+		release := make(chan struct{})
+		l := &loader{value: func(n int64) []byte { <-release; return version(n) }}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() {
+			_, err := m.Get(ctx, "k", l.load)
+			done <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		close(release)
+		synctest.Wait() // the load finishes with nobody waiting
+
+		if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v1</html>" || l.calls.Load() != 1 {
+			t.Errorf("got %q after %d loads, want the abandoned load's v1 as a hit", e.Value, l.calls.Load())
+		}
+	})
+}
+
+func TestLoadTimeoutEndsHungLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, LoadTimeout: 5 * time.Second})
+		start := time.Now()
+		_, err := m.Get(context.Background(), "k", func(ctx context.Context) (Entry, error) {
+			<-ctx.Done() // an origin that never answers
+			return Entry{}, ctx.Err()
+		})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want context.DeadlineExceeded", err)
+		}
+		if waited := time.Since(start); waited != 5*time.Second {
+			t.Errorf("load ended after %v of bubble time, want the 5s LoadTimeout", waited)
+		}
+	})
+}
+
+func TestGetWithDoneContext(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: time.Minute})
+	l := &loader{value: version}
+	get(t, m, "cached", l.load)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	if e, err := m.Get(ctx, "cached", l.load); err != nil || string(e.Value) != "<html>page v1</html>" {
+		t.Errorf("hit with a done context: %q, %v; want the cached copy", e.Value, err)
+	}
+	if _, err := m.Get(ctx, "cold", l.load); !errors.Is(err, context.Canceled) {
+		t.Errorf("miss with a done context: err = %v, want context.Canceled", err)
+	}
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("loader called %d times, want 1 (no load for a done context)", got)
+	}
+}
+
+func TestLoaderPanicBecomesError(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: time.Minute})
+	_, err := m.Get(context.Background(), "k", func(context.Context) (Entry, error) { panic("parser bug") })
+	if err == nil || !strings.Contains(err.Error(), "parser bug") {
+		t.Fatalf("err = %v, want an error carrying the panic", err)
+	}
+	l := &loader{value: version}
+	if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v1</html>" {
+		t.Errorf("after a panicking load: %q", e.Value)
+	}
+}
+
+func TestKeysAreIndependent(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: time.Minute})
+	a := get(t, m, "a", func(context.Context) (Entry, error) { return Entry{Value: []byte("A")}, nil })
+	b := get(t, m, "b", func(context.Context) (Entry, error) { return Entry{Value: []byte("B")}, nil })
+	a2 := get(t, m, "a", func(context.Context) (Entry, error) { return Entry{}, errUpstream })
+	if string(a.Value) != "A" || string(b.Value) != "B" || string(a2.Value) != "A" {
+		t.Errorf("got a=%q b=%q a again=%q", a.Value, b.Value, a2.Value)
+	}
+}
+
+func TestGetAfterClose(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: time.Minute})
+	l := &loader{value: version}
+	get(t, m, "k", l.load)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, ErrClosed) {
+		t.Errorf("err = %v, want ErrClosed", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+func TestRefreshFor(t *testing.T) {
+	tests := []struct {
+		mode    string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"off", 0, false},
+		{"normal", 10 * time.Second, false},
+		{"aggressive", 120 * time.Second, false},
+		{"", 0, true},
+		{"Normal", 0, true},
+		{"fast", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := RefreshFor(tt.mode)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("RefreshFor(%q) = %v, %v; want %v, error %v", tt.mode, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestDefaultHardTTL(t *testing.T) {
+	for refresh, want := range map[time.Duration]time.Duration{
+		0:                 10 * time.Minute,
+		10 * time.Second:  10 * time.Minute,
+		120 * time.Second: time.Hour,
+	} {
+		if got := DefaultHardTTL(refresh); got != want {
+			t.Errorf("DefaultHardTTL(%v) = %v, want %v", refresh, got, want)
+		}
+	}
+}
+
+func TestNewMemoryRejectsBadConfig(t *testing.T) {
+	for name, cfg := range map[string]MemoryConfig{
+		"negative MaxBytes":       {MaxBytes: -1, Refresh: time.Second},
+		"negative Refresh":        {Refresh: -time.Second},
+		"HardTTL below Refresh":   {Refresh: time.Minute, HardTTL: time.Second},
+		"negative LoadTimeout":    {Refresh: time.Second, LoadTimeout: -1},
+		"negative HardTTL in off": {HardTTL: -1},
+	} {
+		if _, err := NewMemory(cfg); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
