@@ -121,7 +121,6 @@ type attrs struct {
 type scanner struct {
 	z     *html.Tokenizer
 	stack []frame
-	a     attrs
 
 	channel  Channel
 	hasTitle bool
@@ -221,48 +220,47 @@ func skipAttrs(a atom.Atom, name []byte) bool {
 	return false
 }
 
-func (s *scanner) readAttrs() {
-	s.a = attrs{}
+func (s *scanner) readAttrs(a *attrs) {
 	for more := true; more; {
 		var k, v []byte
 		k, v, more = s.z.TagAttr()
 		switch string(k) {
 		case "class":
-			s.a.class = v
+			a.class = v
 		case "href":
-			s.a.href = v
+			a.href = v
 		case "style":
-			s.a.style = v
+			a.style = v
 		case "src":
-			s.a.src = v
+			a.src = v
 		case "srcset":
-			s.a.srcset = v
+			a.srcset = v
 		case "data-post":
-			s.a.dataPost = v
+			a.dataPost = v
 		case "data-view":
-			s.a.dataView = v
+			a.dataView = v
 		case "data-before":
-			s.a.dataBefore = v
+			a.dataBefore = v
 		case "data-after":
-			s.a.dataAfter = v
+			a.dataAfter = v
 		case "data-waveform":
-			s.a.dataWav = v
+			a.dataWav = v
 		case "datetime":
-			s.a.datetime = v
+			a.datetime = v
 		case "rel":
-			s.a.rel = v
+			a.rel = v
 		case "property":
-			s.a.property = v
+			a.property = v
 		case "content":
-			s.a.content = v
+			a.content = v
 		case "emoji-id":
-			s.a.emojiID = v
+			a.emojiID = v
 		case "data-webp":
-			s.a.dataWebp = v
+			a.dataWebp = v
 		case "autoplay":
-			s.a.autoplay = true
+			a.autoplay = true
 		case "loop":
-			s.a.loop = true
+			a.loop = true
 		}
 	}
 }
@@ -478,10 +476,9 @@ func (s *scanner) onStart(selfClosing bool) {
 	if s.tmp.depth > 0 && s.tmp.withHTML {
 		s.tmp.html = append(s.tmp.html, s.z.Raw()...)
 	}
-	if skipAttrs(tag, name) {
-		s.a = attrs{}
-	} else {
-		s.readAttrs()
+	var a attrs // on the stack: no write barriers for the attribute slices
+	if !skipAttrs(tag, name) {
+		s.readAttrs(&a)
 	}
 	void := selfClosing || isVoid(tag)
 
@@ -498,12 +495,12 @@ func (s *scanner) onStart(selfClosing bool) {
 		return
 	}
 	if s.inHead || tag == atom.Meta || tag == atom.Link {
-		s.onHeadTag(tag)
+		s.onHeadTag(&a, tag)
 	}
 
 	r, m := roleNone, mods(0)
-	if len(s.a.class) > 0 {
-		r, m = classRole(s.a.class)
+	if len(a.class) > 0 {
+		r, m = classRole(a.class)
 	}
 	if custom == 1 {
 		r = roleCustomEmoji
@@ -512,7 +509,7 @@ func (s *scanner) onStart(selfClosing bool) {
 		s.userIcon = true
 	}
 	f := frame{tag: tag, custom: custom}
-	f.role = s.begin(tag, custom, r, m, &f)
+	f.role = s.begin(&a, tag, custom, r, m, &f)
 	if void {
 		s.end(&f)
 		return
@@ -520,37 +517,37 @@ func (s *scanner) onStart(selfClosing bool) {
 	s.stack = append(s.stack, f)
 }
 
-func (s *scanner) onHeadTag(tag atom.Atom) {
+func (s *scanner) onHeadTag(a *attrs, tag atom.Atom) {
 	switch tag {
 	case atom.Link:
-		switch string(s.a.rel) {
+		switch string(a.rel) {
 		case "prev":
-			s.prev = string(s.a.href)
+			s.prev = string(a.href)
 		case "next":
-			s.next = string(s.a.href)
+			s.next = string(a.href)
 		case "canonical":
-			s.canonical = string(s.a.href)
+			s.canonical = string(a.href)
 		}
 	case atom.Meta:
-		switch string(s.a.property) {
+		switch string(a.property) {
 		case "og:title":
-			s.ogTitle = string(s.a.content)
+			s.ogTitle = string(a.content)
 		case "og:description":
-			s.ogDesc = string(s.a.content)
+			s.ogDesc = string(a.content)
 		case "og:image":
-			s.ogImage = string(s.a.content)
+			s.ogImage = string(a.content)
 		}
 	}
 }
 
 // begin applies the start of an element and returns the role it keeps on the stack.
-func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) role {
+func (s *scanner) begin(a *attrs, tag atom.Atom, custom uint8, r role, m mods, f *frame) role {
 	// Formatting inside the post text becomes entities.
 	if s.text.depth > 0 && s.post != nil {
 		if r == roleEmoji || r == roleCustomEmoji {
 			// handled below
 		} else if s.inEmoji == 0 {
-			if typ := entityType(tag, custom, s.a.class); typ != "" {
+			if typ := entityType(tag, custom, a.class); typ != "" {
 				e := Entity{Offset: s.text.u16, Length: -1, Type: typ}
 				if typ == EntityPre && s.text.inPre >= 0 {
 					s.text.inPre++
@@ -558,15 +555,15 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 				if tag == atom.Code && len(s.text.entities) > 0 {
 					// <pre><code class="language-go"> sets the pre block's language
 					last := &s.text.entities[len(s.text.entities)-1]
-					if last.Type == EntityPre && last.Length < 0 && strings.HasPrefix(string(s.a.class), "language-") {
-						last.Language = strings.TrimPrefix(string(s.a.class), "language-")
+					if last.Type == EntityPre && last.Length < 0 && strings.HasPrefix(string(a.class), "language-") {
+						last.Language = strings.TrimPrefix(string(a.class), "language-")
 						return roleNone
 					}
 				}
 				s.text.entities = append(s.text.entities, e)
 				f.ent = int32(len(s.text.entities))
 				f.start = len(s.text.plain)
-				f.href = string(s.a.href)
+				f.href = string(a.href)
 				return roleEntity
 			}
 		}
@@ -583,20 +580,20 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	}
 	switch r {
 	case roleNone:
-		if tag == atom.Time && s.post != nil && len(s.a.datetime) > 0 && s.inReply == 0 {
-			s.setDate(string(s.a.datetime))
+		if tag == atom.Time && s.post != nil && len(a.datetime) > 0 && s.inReply == 0 {
+			s.setDate(string(a.datetime))
 		}
 		if tag == atom.Video && s.media > 0 && s.post != nil {
-			s.videoTag()
+			s.videoTag(a)
 		}
 		if tag == atom.Img && s.post == nil && s.inHeader > 0 && s.channel.Avatar == "" {
-			s.channel.Avatar = absURL(string(s.a.src))
+			s.channel.Avatar = absURL(string(a.src))
 		}
-		if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(string(s.a.class), "tgme_page_photo_image") {
-			s.pageAvatar = absURL(string(s.a.src))
+		if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(string(a.class), "tgme_page_photo_image") {
+			s.pageAvatar = absURL(string(a.src))
 		}
-		if tag == atom.A && strings.HasPrefix(string(s.a.href), "tg://resolve?domain=") && s.resolveDomain == "" {
-			d := strings.TrimPrefix(string(s.a.href), "tg://resolve?domain=")
+		if tag == atom.A && strings.HasPrefix(string(a.href), "tg://resolve?domain=") && s.resolveDomain == "" {
+			d := strings.TrimPrefix(string(a.href), "tg://resolve?domain=")
 			if i := strings.IndexAny(d, "&?"); i >= 0 {
 				d = d[:i]
 			}
@@ -605,33 +602,33 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		if s.media > 0 && s.post != nil {
 			md := &s.post.Content.Media[s.media-1]
 			if md.Type == MediaSticker {
-				if len(s.a.dataWebp) > 0 && md.URL == "" {
-					md.URL = absURL(string(s.a.dataWebp))
+				if len(a.dataWebp) > 0 && md.URL == "" {
+					md.URL = absURL(string(a.dataWebp))
 				}
-				if md.Thumb == "" && len(s.a.style) > 0 {
-					md.Thumb = cssURL(s.a.style)
+				if md.Thumb == "" && len(a.style) > 0 {
+					md.Thumb = cssURL(a.style)
 				}
 				switch tag {
 				case atom.Source:
 					if md.URL == "" {
-						md.URL = firstSrc(string(s.a.srcset))
+						md.URL = firstSrc(string(a.srcset))
 					}
 				case atom.Img:
 					if md.Thumb == "" {
-						md.Thumb = absURL(string(s.a.src))
+						md.Thumb = absURL(string(a.src))
 					}
 				}
 			}
 		}
 		return roleNone
 	case rolePost:
-		s.startPost(m)
+		s.startPost(a, m)
 		return rolePost
 	case roleMore:
-		if n := parseInt(string(s.a.dataBefore)); n > 0 {
+		if n := parseInt(string(a.dataBefore)); n > 0 {
 			s.moreBefore = n
 		}
-		if n := parseInt(string(s.a.dataAfter)); n > 0 {
+		if n := parseInt(string(a.dataAfter)); n > 0 {
 			s.moreAfter = n
 		}
 		return roleNone
@@ -658,7 +655,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		return r
 	case roleLabelIcon:
 		if s.post == nil && (s.inTitleLabels || s.inPageTitle > 0 || s.inHeader > 0) {
-			label := strings.TrimSuffix(firstClassWithSuffix(string(s.a.class), "-icon"), "-icon")
+			label := strings.TrimSuffix(firstClassWithSuffix(string(a.class), "-icon"), "-icon")
 			if label != "" {
 				s.addLabel(label)
 			}
@@ -682,7 +679,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		}
 		return r
 	case rolePageContext:
-		s.contextLink = string(s.a.href)
+		s.contextLink = string(a.href)
 		return roleNone
 	case roleError:
 		s.errorPage = true
@@ -719,18 +716,18 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 			f.ent = int32(len(s.text.entities))
 		}
 		if s.react != nil {
-			s.react.EmojiImage = cssURL(s.a.style)
+			s.react.EmojiImage = cssURL(a.style)
 		}
 		return r
 	case roleCustomEmoji:
 		s.inCustomEmoji++
 		if s.text.depth > 0 && s.inReactions == 0 {
-			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityCustomEmoji, EmojiID: string(s.a.emojiID)})
+			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityCustomEmoji, EmojiID: string(a.emojiID)})
 			f.ent = int32(len(s.text.entities))
 		}
 		if s.react != nil {
 			s.react.Type = ReactCustomEmoji
-			s.react.EmojiID = string(s.a.emojiID)
+			s.react.EmojiID = string(a.emojiID)
 		}
 		return r
 	}
@@ -746,7 +743,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 			return r
 		case roleLPImage:
 			if p.Content.PreviewLink != nil && p.Content.PreviewLink.Thumb == "" {
-				p.Content.PreviewLink.Thumb = cssURL(s.a.style)
+				p.Content.PreviewLink.Thumb = cssURL(a.style)
 			}
 		}
 		return roleNone // media inside a link preview is not post media
@@ -755,7 +752,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		switch r {
 		case roleReplyThumb:
 			if p.Content.Reply != nil {
-				p.Content.Reply.Cover = cssURL(s.a.style)
+				p.Content.Reply.Cover = cssURL(a.style)
 			}
 		case roleReplyName, roleReplyText:
 			s.tmp.reset(len(s.stack)+1, true, false)
@@ -766,7 +763,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	}
 	switch r {
 	case rolePhoto:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaImage, URL: cssURL(s.a.style), Available: true})
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaImage, URL: cssURL(a.style), Available: true})
 		return roleNone
 	case roleVideo:
 		p.Content.Media = append(p.Content.Media, Media{Type: MediaVideo, Available: m&modNotSupported == 0})
@@ -774,12 +771,12 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		return r
 	case roleVideoThumb, roleRoundThumb:
 		if s.media > 0 {
-			p.Content.Media[s.media-1].Thumb = cssURL(s.a.style)
+			p.Content.Media[s.media-1].Thumb = cssURL(a.style)
 		}
 		return roleNone
 	case roleVideoTag, roleRoundTag:
 		if s.media > 0 {
-			s.videoTag()
+			s.videoTag(a)
 		}
 		return roleNone
 	case roleDuration:
@@ -796,8 +793,8 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	case roleVoiceTag:
 		if s.media > 0 {
 			md := &p.Content.Media[s.media-1]
-			md.URL = absURL(string(s.a.src))
-			md.Waves = string(s.a.dataWav)
+			md.URL = absURL(string(a.src))
+			md.Waves = string(a.dataWav)
 		}
 		return roleNone
 	case roleRound:
@@ -805,11 +802,11 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		s.media = len(p.Content.Media)
 		return r
 	case roleSticker:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: true, Thumb: cssURL(s.a.style)})
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: true, Thumb: cssURL(a.style)})
 		s.media = len(p.Content.Media)
 		return r
 	case roleDocument:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaDocument, URL: string(s.a.href), Available: true})
+		p.Content.Media = append(p.Content.Media, Media{Type: MediaDocument, URL: string(a.href), Available: true})
 		s.media = len(p.Content.Media)
 		return r
 	case roleDocTitle, roleDocExtra, roleVenueTitle, roleVenueAddress:
@@ -817,18 +814,18 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		f.cap = &s.tmp
 		return r
 	case roleLocation:
-		loc := &Location{URL: string(s.a.href)}
-		loc.Latitude, loc.Longitude = coordsFromMapURL(string(s.a.href))
+		loc := &Location{URL: string(a.href)}
+		loc.Latitude, loc.Longitude = coordsFromMapURL(string(a.href))
 		p.Content.Location = loc
 		return r
 	case roleLocationMap:
 		if p.Content.Location != nil {
-			p.Content.Location.Map = cssURL(s.a.style)
+			p.Content.Location.Map = cssURL(a.style)
 		}
 		return roleNone
 	case roleLinkPreview:
 		s.inLinkPreview++
-		p.Content.PreviewLink = &PreviewLink{URL: string(s.a.href)}
+		p.Content.PreviewLink = &PreviewLink{URL: string(a.href)}
 		return r
 	case rolePoll:
 		p.Content.Poll = &Poll{Options: []PollOption{}}
@@ -836,7 +833,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	case rolePollQuestion, rolePollType, rolePollPercent, rolePollText, roleVoters, roleViews, roleInlineButton:
 		s.tmp.reset(len(s.stack)+1, false, false)
 		f.cap = &s.tmp
-		f.href = string(s.a.href)
+		f.href = string(a.href)
 		return r
 	case rolePollOption:
 		if p.Content.Poll != nil {
@@ -846,7 +843,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		return r
 	case roleReply:
 		s.inReply++
-		p.Content.Reply = &Reply{ToMessage: postIDFromURL(string(s.a.href))}
+		p.Content.Reply = &Reply{ToMessage: postIDFromURL(string(a.href))}
 		return r
 	case roleForwarded:
 		p.Forwarded = &Forwarded{}
@@ -857,7 +854,7 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		if p.Forwarded == nil {
 			p.Forwarded = &Forwarded{}
 		}
-		p.Forwarded.URL = string(s.a.href)
+		p.Forwarded.URL = string(a.href)
 		s.tmp.reset(len(s.stack)+1, true, false)
 		f.cap = &s.tmp
 		return r
@@ -886,9 +883,9 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 		return r
 	case roleDate:
 		if p.ID == 0 {
-			p.ID = postIDFromURL(string(s.a.href))
+			p.ID = postIDFromURL(string(a.href))
 			if p.Channel == "" {
-				p.Channel = channelFromURL(string(s.a.href))
+				p.Channel = channelFromURL(string(a.href))
 			}
 		}
 		return r
@@ -896,18 +893,18 @@ func (s *scanner) begin(tag atom.Atom, custom uint8, r role, m mods, f *frame) r
 	return roleNone
 }
 
-func (s *scanner) videoTag() {
+func (s *scanner) videoTag(a *attrs) {
 	md := &s.post.Content.Media[s.media-1]
 	if md.Type == MediaSticker {
 		if md.URL == "" {
-			md.URL = absURL(string(s.a.src))
+			md.URL = absURL(string(a.src))
 		}
 		return
 	}
-	if len(s.a.src) > 0 {
-		md.URL = absURL(string(s.a.src))
+	if len(a.src) > 0 {
+		md.URL = absURL(string(a.src))
 	}
-	if md.Type == MediaVideo && s.a.autoplay && s.a.loop {
+	if md.Type == MediaVideo && a.autoplay && a.loop {
 		md.Type = MediaGIF
 	}
 }
@@ -1217,12 +1214,12 @@ func (s *scanner) addLabel(label string) {
 	s.channel.Labels = append(s.channel.Labels, label)
 }
 
-func (s *scanner) startPost(m mods) {
+func (s *scanner) startPost(a *attrs, m mods) {
 	s.endPost()
 	s.posts = append(s.posts, Post{})
 	p := &s.posts[len(s.posts)-1]
-	p.View = string(s.a.dataView)
-	if ch, id, ok := strings.Cut(string(s.a.dataPost), "/"); ok {
+	p.View = string(a.dataView)
+	if ch, id, ok := strings.Cut(string(a.dataPost), "/"); ok {
 		p.Channel = strings.ToLower(ch)
 		p.ID = parseInt(id)
 	}
