@@ -1,0 +1,33 @@
+# `make run` and `make test` are the README's two set-up commands.
+GO ?= go
+FUZZTIME ?= 1m
+
+.PHONY: run test build bench fuzz up compose-config multiproc
+
+run: ## run the API in demo mode on :8080 (built-in pages, no network)
+	$(GO) run ./cmd/tmefeed serve --demo
+
+test: ## every check CI runs
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+build: ## build bin/tmefeed
+	$(GO) build -o bin/tmefeed ./cmd/tmefeed
+
+bench: ## run every benchmark once, with allocations
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+fuzz: ## fuzz the parser for FUZZTIME (default 1m)
+	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./parser
+
+# docker compose (plugin) where it works, else Debian's docker-compose.
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+
+up: ## two tmefeed replicas (:8080, :8081) sharing one Valkey; needs a Docker engine
+	$(COMPOSE) up --build
+
+compose-config: ## validate docker-compose.yml (needs no engine)
+	$(COMPOSE) config --quiet
+
+multiproc: ## 3 tmefeed processes over one redis-server, 32 clients each for 20s: origin fetches must equal the minimum
+	$(GO) run ./tools/multiproc

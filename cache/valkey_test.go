@@ -1,0 +1,717 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tmefeed/tmefeed/internal/redistest"
+)
+
+// vkClock is a settable clock shared by the instances of one test, as the
+// processes of one deployment share the wall clock.
+type vkClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newVKClock() *vkClock { return &vkClock{t: time.Now()} }
+
+func (c *vkClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *vkClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// vkEvents records one instance's hook calls.
+type vkEvents struct {
+	mu      sync.Mutex
+	hits    map[Tier]int
+	misses  int
+	leases  map[LeaseOutcome]int
+	breaker []string
+	loads   int
+}
+
+func (e *vkEvents) hooks() ValkeyHooks {
+	return ValkeyHooks{
+		Hit: func(t Tier) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.hits[t]++
+		},
+		Miss: func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.misses++
+		},
+		Lease: func(o LeaseOutcome) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.leases[o]++
+		},
+		BreakerChange: func(from, to string) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.breaker = append(e.breaker, from+"->"+to)
+		},
+		Load: func(error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.loads++
+		},
+	}
+}
+
+func (e *vkEvents) hit(t Tier) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.hits[t]
+}
+
+func (e *vkEvents) lease(o LeaseOutcome) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.leases[o]
+}
+
+func (e *vkEvents) transitions() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return strings.Join(e.breaker, " ")
+}
+
+// newTestValkey connects one instance (one "process") to srv.
+func newTestValkey(t *testing.T, srv *redistest.Server, mod func(*ValkeyConfig)) (*Valkey, *vkEvents) {
+	t.Helper()
+	ev := &vkEvents{hits: map[Tier]int{}, leases: map[LeaseOutcome]int{}}
+	cfg := ValkeyConfig{
+		URL:     srv.URL,
+		Refresh: 10 * time.Second,
+		Hooks:   ev.hooks(),
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := NewValkey(ctx, cfg)
+	if err != nil {
+		t.Fatalf("NewValkey: %v", err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v, ev
+}
+
+// vkLoader counts origin fetches. While gate is non-nil each load waits for
+// it to close.
+type vkLoader struct {
+	calls atomic.Int64
+	value atomic.Value // string
+	gate  chan struct{}
+	err   error
+}
+
+func newVKLoader(value string) *vkLoader {
+	l := &vkLoader{}
+	l.value.Store(value)
+	return l
+}
+
+func (l *vkLoader) load(ctx context.Context) (Entry, error) {
+	l.calls.Add(1)
+	if l.gate != nil {
+		select {
+		case <-l.gate:
+		case <-ctx.Done():
+			return Entry{}, ctx.Err()
+		}
+	}
+	if l.err != nil {
+		return Entry{}, l.err
+	}
+	return Entry{Value: []byte(l.value.Load().(string))}, nil
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// storedValue reads key straight from the server, bypassing the code under test.
+func storedValue(t *testing.T, srv *redistest.Server, key string) (Entry, bool) {
+	t.Helper()
+	raw, err := srv.Do(testCtx(t), "GET", key)
+	if errors.Is(err, redistest.ErrNil) {
+		return Entry{}, false
+	}
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	e, err := Decode([]byte(raw))
+	if err != nil {
+		t.Fatalf("decode %s: %v", key, err)
+	}
+	return e, true
+}
+
+// eventually polls cond for up to 10 s: long enough for a loaded machine,
+// and it returns as soon as cond holds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestValkeySharedAcrossClients(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newVKClock()
+	mod := func(c *ValkeyConfig) {
+		c.Now = clk.Now
+		c.LocalTTL = time.Hour // only an invalidation can drop an L1 copy in this test
+	}
+	a, _ := newTestValkey(t, srv, mod)
+	b, evB := newTestValkey(t, srv, mod)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{durov}:body:0"
+
+	la, lb := newVKLoader("v1"), newVKLoader("from-b")
+	if e, err := a.Get(ctx, key, la.load); err != nil || string(e.Value) != "v1" {
+		t.Fatalf("a.Get = %q, %v", e.Value, err)
+	}
+	if e, err := b.Get(ctx, key, lb.load); err != nil || string(e.Value) != "v1" || e.Stale {
+		t.Fatalf("b.Get = %q (stale %v), %v; want v1 written by a", e.Value, e.Stale, err)
+	}
+	if evB.hit(TierL2) != 1 {
+		t.Fatalf("b's first read: L2 hits = %d, want 1", evB.hit(TierL2))
+	}
+
+	// Local hits cost no round trip: the server counts no GET for them.
+	getsBefore, err := srv.CommandCalls(ctx, "get")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if e, err := b.Get(ctx, key, lb.load); err != nil || string(e.Value) != "v1" {
+			t.Fatalf("b.Get = %q, %v", e.Value, err)
+		}
+	}
+	getsAfter, err := srv.CommandCalls(ctx, "get")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if getsAfter != getsBefore {
+		t.Errorf("100 local hits sent %d GETs to the server, want 0", getsAfter-getsBefore)
+	}
+	if got := evB.hit(TierL1); got != 100 {
+		t.Errorf("L1 hits = %d, want 100", got)
+	}
+
+	// A past its refresh point: a serves the stale copy and refreshes; the
+	// write invalidates b's local copy, so b sees v2 long before its
+	// hour-long local TTL.
+	clk.Advance(11 * time.Second)
+	la.value.Store("v2")
+	if e, err := a.Get(ctx, key, la.load); err != nil || string(e.Value) != "v1" || !e.Stale {
+		t.Fatalf("a.Get after refresh point = %q (stale %v), %v; want stale v1", e.Value, e.Stale, err)
+	}
+	eventually(t, "a's refresh to reach the server", func() bool {
+		e, ok := storedValue(t, srv, key)
+		return ok && string(e.Value) == "v2"
+	})
+	eventually(t, "b to see v2", func() bool {
+		e, err := b.Get(ctx, key, lb.load)
+		return err == nil && string(e.Value) == "v2"
+	})
+	b.Close() // waits for any background work b started
+	a.Close()
+	if got := la.calls.Load(); got != 2 {
+		t.Errorf("a loaded %d times, want 2 (cold + one refresh)", got)
+	}
+	if got := lb.calls.Load(); got != 0 {
+		t.Errorf("b loaded %d times, want 0: everything it served came from a", got)
+	}
+}
+
+func TestValkeyColdKeyOneLoadAcrossClients(t *testing.T) {
+	srv := redistest.Start(t)
+	const clients, perClient = 4, 50
+	var (
+		instances [clients]*Valkey
+		events    [clients]*vkEvents
+	)
+	for i := range instances {
+		instances[i], events[i] = newTestValkey(t, srv, nil)
+	}
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{telegram}:body:0"
+
+	// The load holds until every request has been issued, so all of them
+	// find the key cold.
+	var arrived atomic.Int64
+	loads := &atomic.Int64{}
+	load := func(ctx context.Context) (Entry, error) {
+		loads.Add(1)
+		for arrived.Load() < clients*perClient {
+			select {
+			case <-ctx.Done():
+				return Entry{}, ctx.Err()
+			case <-time.After(time.Millisecond):
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // let the last arrivals reach the wait
+		return Entry{Value: []byte("page")}, nil
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*perClient)
+	for _, v := range instances {
+		for range perClient {
+			wg.Go(func() {
+				arrived.Add(1)
+				e, err := v.Get(ctx, key, load)
+				if err == nil && string(e.Value) != "page" {
+					err = fmt.Errorf("value %q", e.Value)
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := loads.Load(); got != 1 {
+		t.Errorf("origin loads = %d, want exactly 1 for %d requests over %d clients", got, clients*perClient, clients)
+	}
+	won, waited := 0, 0
+	for _, ev := range events {
+		won += ev.lease(LeaseWon)
+		waited += ev.lease(LeaseWaited)
+	}
+	if won != 1 {
+		t.Errorf("leases won = %d, want 1", won)
+	}
+	t.Logf("lease waits satisfied by the winner's write: %d", waited)
+}
+
+func TestValkeyStaleOneRefreshAcrossClients(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{durov}:body:0"
+	const refresh = 10 * time.Second
+
+	// A copy past its refresh point, well within its hard TTL.
+	old, err := Encode(Entry{Value: []byte("old"), FetchedAt: time.Now().Add(-refresh - 5*time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", key, string(old), "PX", "600000"); err != nil {
+		t.Fatal(err)
+	}
+
+	const clients, perClient = 4, 50
+	var instances [clients]*Valkey
+	for i := range instances {
+		instances[i], _ = newTestValkey(t, srv, nil)
+	}
+	l := newVKLoader("new")
+	l.gate = make(chan struct{}) // the refresh finishes only after every request is answered
+
+	var wg sync.WaitGroup
+	errs := make(chan error, clients*perClient)
+	for _, v := range instances {
+		for range perClient {
+			wg.Go(func() {
+				e, err := v.Get(ctx, key, l.load)
+				if err == nil && (string(e.Value) != "old" || !e.Stale) {
+					err = fmt.Errorf("got %q stale=%v, want the stale copy", e.Value, e.Stale)
+				}
+				if err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	close(l.gate)
+	eventually(t, "the refreshed copy to reach the server", func() bool {
+		e, ok := storedValue(t, srv, key)
+		return ok && string(e.Value) == "new"
+	})
+	for _, v := range instances {
+		v.Close() // waits for background refreshes
+	}
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("refresh loads = %d, want exactly 1", got)
+	}
+}
+
+func TestValkeyServerStoppedAndRestarted(t *testing.T) {
+	srv := redistest.Start(t)
+	v, ev := newTestValkey(t, srv, func(c *ValkeyConfig) {
+		c.BreakerCoolDown = 200 * time.Millisecond
+	})
+	ctx := testCtx(t)
+	warm := newVKLoader("warm")
+	if _, err := v.Get(ctx, "tme:v1:page:{warm}:body:0", warm.load); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Stop()
+	const keys, rounds, concurrent = 5, 3, 10
+	loaders := make([]*vkLoader, keys)
+	for i := range loaders {
+		loaders[i] = newVKLoader("v" + strconv.Itoa(i))
+	}
+	for range rounds {
+		var wg sync.WaitGroup
+		errs := make(chan error, keys*concurrent)
+		for i, l := range loaders {
+			key := fmt.Sprintf("tme:v1:page:{ch%d}:body:0", i)
+			for range concurrent {
+				wg.Go(func() {
+					e, err := v.Get(ctx, key, l.load)
+					if err == nil && string(e.Value) != "v"+strconv.Itoa(i) {
+						err = fmt.Errorf("%s = %q", key, e.Value)
+					}
+					if err != nil {
+						errs <- err
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("Get with the server down: %v", err)
+		}
+	}
+	for i, l := range loaders {
+		if got := l.calls.Load(); got != 1 {
+			t.Errorf("key %d: %d loads during the outage, want 1", i, got)
+		}
+	}
+	if got := v.BreakerState(); got != "open" {
+		t.Errorf("breaker %q with the server down, want open", got)
+	}
+	if v.LocalBytes() == 0 {
+		t.Error("LocalBytes = 0 while serving from local memory")
+	}
+
+	srv.Restart(t)
+	n := 0
+	eventually(t, "the breaker to close", func() bool {
+		n++
+		l := newVKLoader("after")
+		if _, err := v.Get(ctx, fmt.Sprintf("tme:v1:page:{probe%d}:body:0", n), l.load); err != nil {
+			t.Errorf("Get while recovering: %v", err)
+		}
+		return v.BreakerState() == "closed"
+	})
+	if got := ev.transitions(); !strings.Contains(got, "closed->open") || !strings.HasSuffix(got, "half-open->closed") {
+		t.Errorf("breaker transitions %q, want closed->open ... half-open->closed", got)
+	}
+	const after = "tme:v1:page:{after}:body:0"
+	if _, err := v.Get(ctx, after, newVKLoader("shared again").load); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := storedValue(t, srv, after); !ok || string(e.Value) != "shared again" {
+		t.Errorf("after recovery the value is not in Valkey (present %v, %q)", ok, e.Value)
+	}
+}
+
+func TestValkeySlowServerTripsBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	v, _ := newTestValkey(t, srv, func(c *ValkeyConfig) {
+		c.Timeout = 200 * time.Millisecond
+		c.BreakerFailures = 2
+	})
+	ctx := testCtx(t)
+	if _, err := v.Get(ctx, "tme:v1:page:{warm}:body:0", newVKLoader("warm").load); err != nil {
+		t.Fatal(err)
+	}
+
+	// The server stops answering for 3 s.
+	awake := make(chan struct{})
+	go func() {
+		defer close(awake)
+		if _, err := srv.Do(ctx, "DEBUG", "SLEEP", "3"); err != nil {
+			t.Errorf("DEBUG SLEEP: %v", err)
+		}
+	}()
+	lastKey := ""
+	for i := 0; v.BreakerState() != "open"; i++ {
+		select {
+		case <-awake:
+			t.Fatalf("the server woke up after %d requests and the breaker never opened", i)
+		default:
+		}
+		lastKey = fmt.Sprintf("tme:v1:page:{slow%d}:body:0", i)
+		if e, err := v.Get(ctx, lastKey, newVKLoader("fine").load); err != nil || string(e.Value) != "fine" {
+			t.Fatalf("Get against a slow server = %q, %v", e.Value, err)
+		}
+	}
+	select {
+	case <-awake:
+		t.Fatal("the breaker opened only after the server woke up")
+	default:
+	}
+	// Open: the key whose timeout tripped the breaker was loaded into local
+	// memory, and is answered from there without touching the server.
+	other := newVKLoader("other")
+	if e, err := v.Get(ctx, lastKey, other.load); err != nil || string(e.Value) != "fine" || other.calls.Load() != 0 {
+		t.Errorf("Get with the breaker open = %q, %v (%d loads); want the local copy", e.Value, err, other.calls.Load())
+	}
+	<-awake
+}
+
+func TestValkeyLoadErrorPassesThrough(t *testing.T) {
+	srv := redistest.Start(t)
+	v, _ := newTestValkey(t, srv, nil)
+	ctx := testCtx(t)
+	errGone := errors.New("channel not found")
+	l := newVKLoader("")
+	l.err = fmt.Errorf("origin: %w", errGone)
+	const key = "tme:v1:page:{nobody}:body:0"
+	for range 2 {
+		if _, err := v.Get(ctx, key, l.load); !errors.Is(err, errGone) {
+			t.Fatalf("Get error = %v, want one wrapping errGone", err)
+		}
+	}
+	if got := l.calls.Load(); got != 2 {
+		t.Errorf("loads = %d, want 2: errors are not cached", got)
+	}
+	if _, ok := storedValue(t, srv, key); ok {
+		t.Error("a failed load left a value in Valkey")
+	}
+	if _, err := srv.Do(ctx, "GET", leaseKey(key)); !errors.Is(err, redistest.ErrNil) {
+		t.Errorf("lease still held after the load failed (err %v)", err)
+	}
+}
+
+func TestValkeyCacheOffStoresNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	v, _ := newTestValkey(t, srv, func(c *ValkeyConfig) { c.Refresh = 0 })
+	ctx := testCtx(t)
+	l := newVKLoader("x")
+	const key = "tme:v1:page:{off}:body:0"
+	for range 3 {
+		if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "x" {
+			t.Fatalf("Get = %q, %v", e.Value, err)
+		}
+	}
+	if got := l.calls.Load(); got != 3 {
+		t.Errorf("loads = %d, want 3 with CACHE_MODE=off", got)
+	}
+	if _, ok := storedValue(t, srv, key); ok {
+		t.Error("CACHE_MODE=off wrote to Valkey")
+	}
+}
+
+func TestValkeyStartsBeforeServer(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	v, _ := newTestValkey(t, srv, func(c *ValkeyConfig) { c.BreakerCoolDown = 200 * time.Millisecond })
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{early}:body:0"
+	if e, err := v.Get(ctx, key, newVKLoader("local").load); err != nil || string(e.Value) != "local" {
+		t.Fatalf("Get before the server runs = %q, %v", e.Value, err)
+	}
+	srv.Restart(t)
+	n := 0
+	eventually(t, "the value to be shared through Valkey", func() bool {
+		n++
+		k := fmt.Sprintf("tme:v1:page:{late%d}:body:0", n)
+		if _, err := v.Get(ctx, k, newVKLoader("shared").load); err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		_, ok := storedValue(t, srv, k)
+		return ok
+	})
+}
+
+func TestValkeyLocalMemoryBounded(t *testing.T) {
+	srv := redistest.Start(t)
+	const maxBytes = 8 << 20 // MEMORY_CACHE_MAX_MB=8
+	reader, _ := newTestValkey(t, srv, func(c *ValkeyConfig) {
+		c.LocalMaxBytes = maxBytes
+		c.Refresh = time.Hour
+		c.LocalTTL = time.Hour
+	})
+	ctx := testCtx(t)
+
+	// 1000 distinct pages of ~10 KiB encoded, written as another process
+	// would: about 1.6 times the client-side cache's share.
+	const pages = 1000
+	key := func(i int) string { return fmt.Sprintf("tme:v1:page:{load%04d}:body:0", i) }
+	conn, err := srv.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var encoded int
+	for i := range pages {
+		b, err := Encode(Entry{Value: vkPage(rng, i), FetchedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		encoded += len(b)
+		if _, err := conn.Do("SET", key(i), string(b), "PX", "3600000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	t.Logf("encoded page: %d bytes on average", encoded/pages)
+
+	noLoad := func(context.Context) (Entry, error) { return Entry{}, errors.New("unexpected load") }
+	// Connect and warm the decoder before the baseline, then empty L1.
+	for i := range 20 {
+		if _, err := reader.Get(ctx, key(i), noLoad); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err = srv.Dial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i := range 20 { // rewriting invalidates the copies the warm-up cached
+		e, _ := storedValue(t, srv, key(i))
+		b, _ := Encode(e)
+		if _, err := conn.Do("SET", key(i), string(b), "PX", "3600000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the warm-up copies to be invalidated", func() bool { return reader.l1.bytes.Load() == 0 })
+
+	before := vkHeap()
+	for i := range pages {
+		if _, err := reader.Get(ctx, key(i), noLoad); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := vkHeap()
+	accounted := reader.l1.bytes.Load()
+	if got := reader.LocalBytes(); got > maxBytes {
+		t.Errorf("LocalBytes %d exceeds MEMORY_CACHE_MAX_MB %d", got, maxBytes)
+	}
+	// FLUSHALL invalidates every tracked key: the client-side cache empties
+	// and what it held is freed. Measuring that drop isolates the cache from
+	// buffers that decoding grew along the way.
+	if _, err := srv.Do(ctx, "FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the client-side cache to empty", func() bool { return reader.l1.bytes.Load() == 0 })
+	flushed := vkHeap()
+	growth := int64(after) - int64(before)
+	held := int64(after) - int64(flushed)
+	t.Logf("client-side cache: accounted %d bytes, held (freed by invalidation) %d, heap growth %d, bound %d (L1 share %d)",
+		accounted, held, growth, maxBytes, reader.l1.max)
+
+	if accounted > reader.l1.max {
+		t.Errorf("accounted L1 bytes %d exceed the L1 share %d", accounted, reader.l1.max)
+	}
+	if accounted < reader.l1.max/2 {
+		t.Errorf("accounted L1 bytes %d: the cache did not fill; the test loads too little", accounted)
+	}
+	if growth > maxBytes {
+		t.Errorf("heap grew by %d bytes, more than MEMORY_CACHE_MAX_MB %d", growth, maxBytes)
+	}
+	if diff := float64(held-accounted) / float64(accounted); diff > 0.2 || diff < -0.2 {
+		t.Errorf("memory held by the client-side cache %d differs from the accounted %d by %.0f%%, want within 20%%", held, accounted, diff*100)
+	}
+}
+
+func vkHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// vkPage is channel-like HTML that compresses about as well as a real page.
+func vkPage(rng *rand.Rand, n int) []byte {
+	words := strings.Fields("channel post update news video photo telegram privacy release launch feature app bot api open source community world сегодня канал новости")
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<html><body><!-- page %d --><section class="tgme_channel_history">`, n)
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, `<div class="tgme_widget_message" data-post="ch%d/%d"><div class="tgme_widget_message_text">`, n, rng.IntN(1e6))
+		for w := 0; w < 150; w++ {
+			b.WriteString(words[rng.IntN(len(words))])
+			if rng.IntN(10) == 0 {
+				fmt.Fprintf(&b, ` <a href="https://example.org/%x">%d</a>`, rng.Uint64(), rng.IntN(1e4))
+			}
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, `</div><span class="tgme_widget_message_views">%d</span></div>`, rng.IntN(1e6))
+	}
+	b.WriteString(`</section></body></html>`)
+	return b.Bytes()
+}
+
+func TestLeaseKeySharesSlot(t *testing.T) {
+	for _, key := range []string{"tme:v1:page:{durov}:body:0", "tme:v1:resp:{durov}:post:5", "plain", "x{a}y{b}"} {
+		lease := leaseKey(key)
+		if lease == key {
+			t.Errorf("leaseKey(%q) is the key itself", key)
+		}
+		if got, want := hashSlot(lease), hashSlot(key); got != want {
+			t.Errorf("leaseKey(%q) = %q in slot %d, key in slot %d", key, lease, got, want)
+		}
+	}
+}
+
+// hashSlot is Valkey Cluster's key slot: CRC16 (XMODEM) of the hash tag,
+// or of the whole key without one, modulo 16384.
+func hashSlot(key string) uint16 {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tmefeed/tmefeed/cache"
+)
+
+// serveConfig is everything `tmefeed serve` is configured by. Each field
+// comes from an environment variable, overridden by the flag of the same
+// meaning.
+type serveConfig struct {
+	Port            int           // PORT, --port
+	Origin          string        // TME_ORIGIN, --origin
+	FallbackOrigin  string        // TME_FALLBACK_ORIGIN, --fallback-origin
+	CacheMode       string        // CACHE_MODE, --cache-mode
+	Refresh         time.Duration // derived from CacheMode
+	MemoryMaxMB     int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
+	MemoryMaxTTL    time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
+	ValkeyURL       string        // VALKEY_URL, --valkey-url
+	ValkeyTimeout   time.Duration // VALKEY_TIMEOUT, --valkey-timeout
+	UpstreamTimeout time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
+	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
+	LogLevel        slog.Level    // LOG_LEVEL, --log-level
+	LogFormat       string        // LOG_FORMAT, --log-format
+	Demo            bool          // --demo
+	CORSOrigins     string        // CORS_ORIGINS, --cors-origins (comma-separated)
+	Introspection   bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
+	FeedMaxChannels int           // FEED_MAX_CHANNELS, --feed-max-channels
+}
+
+// setting is one row of the settings table: the env var, its flag and default.
+type setting struct {
+	env, flag, def, usage string
+}
+
+var serveSettings = []setting{
+	{"PORT", "port", "8080", "TCP port to listen on"},
+	{"TME_ORIGIN", "origin", "https://t.me", "base URL pages are fetched from"},
+	{"TME_FALLBACK_ORIGIN", "fallback-origin", "", "second origin tried when the first keeps failing, e.g. https://telegram.me"},
+	{"CACHE_MODE", "cache-mode", "normal", "off | normal (refresh after 10s) | aggressive (after 120s)"},
+	{"MEMORY_CACHE_MAX_MB", "memory-cache-max-mb", "64", "bound of the in-process cache in MiB, compressed bytes + keys + overhead"},
+	{"MEMORY_CACHE_MAX_TTL", "memory-cache-max-ttl", "0", "longest an in-process copy is kept; 0 = tier default (embedded: max(30×refresh, 10m), served stale while Telegram fails)"},
+	{"VALKEY_URL", "valkey-url", "", "Valkey/Redis URL for a shared cache; empty = embedded cache only"},
+	{"VALKEY_TIMEOUT", "valkey-timeout", "250ms", "deadline of one Valkey call; failures open a breaker and the process serves from its own memory"},
+	{"UPSTREAM_TIMEOUT", "upstream-timeout", "10s", "deadline of one request to the origin, body included"},
+	{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "15s", "how long in-flight requests may finish after SIGINT/SIGTERM"},
+	{"LOG_LEVEL", "log-level", "info", "debug | info | warn | error"},
+	{"LOG_FORMAT", "log-format", "text", "text | json"},
+	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
+	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
+	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
+}
+
+// parseServeConfig builds the serve configuration from the environment
+// (through getenv) and the command-line args; a flag given on the command
+// line overrides its environment variable.
+func parseServeConfig(args []string, getenv func(string) string, usage io.Writer) (serveConfig, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	vals := make(map[string]*string, len(serveSettings))
+	for _, s := range serveSettings {
+		def := s.def
+		if v, ok := lookup(getenv, s.env); ok {
+			def = v
+		}
+		vals[s.env] = fs.String(s.flag, def, s.usage+" ($"+s.env+")")
+	}
+	demo := fs.Bool("demo", false, "serve the built-in fixture pages instead of t.me (no network needed)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: tmefeed serve [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return serveConfig{}, err
+	}
+	if fs.NArg() > 0 {
+		return serveConfig{}, fmt.Errorf("serve: unexpected argument %q", fs.Arg(0))
+	}
+	// Name the variable or flag a bad value came from.
+	origin := map[string]string{}
+	for _, s := range serveSettings {
+		origin[s.env] = "$" + s.env
+	}
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range serveSettings {
+			if s.flag == f.Name {
+				origin[s.env] = "--" + s.flag
+			}
+		}
+	})
+
+	cfg := serveConfig{Demo: *demo}
+	var errs []error
+	bad := func(env string, err error) {
+		errs = append(errs, fmt.Errorf("%s=%q: %w", origin[env], *vals[env], err))
+	}
+	var err error
+	if cfg.Port, err = strconv.Atoi(*vals["PORT"]); err != nil || cfg.Port < 0 || cfg.Port > 65535 {
+		bad("PORT", errors.New("want a port number 0..65535"))
+	}
+	cfg.Origin = strings.TrimRight(*vals["TME_ORIGIN"], "/")
+	if err := checkURL(cfg.Origin, true); err != nil {
+		bad("TME_ORIGIN", err)
+	}
+	cfg.FallbackOrigin = strings.TrimRight(*vals["TME_FALLBACK_ORIGIN"], "/")
+	if err := checkURL(cfg.FallbackOrigin, false); err != nil {
+		bad("TME_FALLBACK_ORIGIN", err)
+	}
+	cfg.CacheMode = *vals["CACHE_MODE"]
+	if cfg.Refresh, err = cache.RefreshFor(cfg.CacheMode); err != nil {
+		bad("CACHE_MODE", errors.New("want off, normal or aggressive"))
+	}
+	if cfg.MemoryMaxMB, err = strconv.Atoi(*vals["MEMORY_CACHE_MAX_MB"]); err != nil || cfg.MemoryMaxMB < 1 {
+		bad("MEMORY_CACHE_MAX_MB", errors.New("want a whole number of MiB, at least 1"))
+	}
+	cfg.MemoryMaxTTL = duration(*vals["MEMORY_CACHE_MAX_TTL"], func(err error) { bad("MEMORY_CACHE_MAX_TTL", err) }, true)
+	if cfg.MemoryMaxTTL > 0 && cfg.MemoryMaxTTL < cfg.Refresh && *vals["VALKEY_URL"] == "" {
+		bad("MEMORY_CACHE_MAX_TTL", fmt.Errorf("shorter than the %s refresh point of CACHE_MODE=%s", cfg.Refresh, cfg.CacheMode))
+	}
+	cfg.ValkeyURL = *vals["VALKEY_URL"]
+	cfg.ValkeyTimeout = duration(*vals["VALKEY_TIMEOUT"], func(err error) { bad("VALKEY_TIMEOUT", err) }, false)
+	cfg.UpstreamTimeout = duration(*vals["UPSTREAM_TIMEOUT"], func(err error) { bad("UPSTREAM_TIMEOUT", err) }, false)
+	cfg.ShutdownTimeout = duration(*vals["SHUTDOWN_TIMEOUT"], func(err error) { bad("SHUTDOWN_TIMEOUT", err) }, false)
+	if err := cfg.LogLevel.UnmarshalText([]byte(*vals["LOG_LEVEL"])); err != nil {
+		bad("LOG_LEVEL", errors.New("want debug, info, warn or error"))
+	}
+	cfg.LogFormat = *vals["LOG_FORMAT"]
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
+		bad("LOG_FORMAT", errors.New("want text or json"))
+	}
+	cfg.CORSOrigins = *vals["CORS_ORIGINS"]
+	if cfg.Introspection, err = strconv.ParseBool(*vals["GRAPHQL_INTROSPECTION"]); err != nil {
+		bad("GRAPHQL_INTROSPECTION", errors.New("want true or false"))
+	}
+	if cfg.FeedMaxChannels, err = strconv.Atoi(*vals["FEED_MAX_CHANNELS"]); err != nil || cfg.FeedMaxChannels < 1 || cfg.FeedMaxChannels > 1000 {
+		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
+	}
+	if len(errs) > 0 {
+		return serveConfig{}, errors.Join(errs...)
+	}
+	return cfg, nil
+}
+
+// lookup returns the variable's value and whether it is set non-empty.
+func lookup(getenv func(string) string, name string) (string, bool) {
+	v := strings.TrimSpace(getenv(name))
+	return v, v != ""
+}
+
+// duration parses a Go duration; zeroOK allows "0".
+func duration(s string, bad func(error), zeroOK bool) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || (d == 0 && !zeroOK) {
+		bad(errors.New("want a positive duration such as 500ms, 10s or 2m"))
+		return 0
+	}
+	return d
+}
+
+// checkURL accepts an absolute http(s) URL, or "" when not required.
+func checkURL(s string, required bool) error {
+	if s == "" {
+		if required {
+			return errors.New("want an http(s) URL")
+		}
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an http(s) URL such as https://t.me")
+	}
+	return nil
+}

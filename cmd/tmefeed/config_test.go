@@ -1,0 +1,112 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestServeConfigDefaults(t *testing.T) {
+	cfg, err := parseServeConfig(nil, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := serveConfig{
+		Port: 8080, Origin: "https://t.me", CacheMode: "normal", Refresh: 10 * time.Second,
+		MemoryMaxMB: 64, UpstreamTimeout: 10 * time.Second, ShutdownTimeout: 15 * time.Second,
+		LogLevel: slog.LevelInfo, LogFormat: "text",
+		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100,
+	}
+	if cfg != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestServeConfigEnvThenFlags(t *testing.T) {
+	e := env(map[string]string{
+		"PORT":                 "9000",
+		"TME_ORIGIN":           "http://127.0.0.1:8081/",
+		"TME_FALLBACK_ORIGIN":  "https://telegram.me",
+		"CACHE_MODE":           "aggressive",
+		"MEMORY_CACHE_MAX_MB":  "16",
+		"MEMORY_CACHE_MAX_TTL": "1h",
+		"UPSTREAM_TIMEOUT":     "3s",
+		"LOG_LEVEL":            "debug",
+		"LOG_FORMAT":           "json",
+	})
+	cfg, err := parseServeConfig(nil, e, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 9000 || cfg.Origin != "http://127.0.0.1:8081" || cfg.FallbackOrigin != "https://telegram.me" ||
+		cfg.Refresh != 120*time.Second || cfg.MemoryMaxMB != 16 || cfg.MemoryMaxTTL != time.Hour ||
+		cfg.UpstreamTimeout != 3*time.Second || cfg.LogLevel != slog.LevelDebug || cfg.LogFormat != "json" {
+		t.Errorf("from env: %+v", cfg)
+	}
+
+	cfg, err = parseServeConfig([]string{"--port", "0", "--cache-mode=off", "--memory-cache-max-ttl=0", "--demo", "--log-level", "warn"}, e, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Port != 0 || cfg.CacheMode != "off" || cfg.Refresh != 0 || !cfg.Demo || cfg.LogLevel != slog.LevelWarn || cfg.MemoryMaxMB != 16 {
+		t.Errorf("flags over env: %+v", cfg)
+	}
+}
+
+func TestServeConfigErrorsNameTheirSource(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want []string
+	}{
+		{nil, map[string]string{"CACHE_MODE": "fast"}, []string{"$CACHE_MODE", "fast"}},
+		{[]string{"--cache-mode", "fast"}, nil, []string{"--cache-mode"}},
+		{nil, map[string]string{"PORT": "http"}, []string{"$PORT"}},
+		{[]string{"--port", "70000"}, nil, []string{"--port"}},
+		{nil, map[string]string{"TME_ORIGIN": "t.me"}, []string{"$TME_ORIGIN"}},
+		{nil, map[string]string{"UPSTREAM_TIMEOUT": "0"}, []string{"$UPSTREAM_TIMEOUT"}},
+		{nil, map[string]string{"MEMORY_CACHE_MAX_MB": "0"}, []string{"$MEMORY_CACHE_MAX_MB"}},
+		{nil, map[string]string{"MEMORY_CACHE_MAX_TTL": "5s", "CACHE_MODE": "aggressive"}, []string{"$MEMORY_CACHE_MAX_TTL", "refresh"}},
+		{nil, map[string]string{"LOG_LEVEL": "loud", "LOG_FORMAT": "xml"}, []string{"$LOG_LEVEL", "$LOG_FORMAT"}},
+		{[]string{"extra"}, nil, []string{"extra"}},
+	}
+	for _, c := range cases {
+		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
+		if err == nil {
+			t.Errorf("%v %v: no error", c.args, c.env)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v %v: error %q does not mention %q", c.args, c.env, err, w)
+			}
+		}
+	}
+}
+
+// The README's settings table lists every setting with its flag and default.
+func TestReadmeListsEverySetting(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, s := range serveSettings {
+		def := "`" + s.def + "`"
+		if s.def == "" {
+			def = "*(none)*"
+		}
+		row := "| `" + s.env + "` | `--" + s.flag + "` | " + def + " |"
+		if !strings.Contains(readme, row) {
+			t.Errorf("README has no settings row starting %q", row)
+		}
+	}
+}

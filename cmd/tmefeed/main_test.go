@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README's run command: serve --demo answers /v1/body with real posts,
+// then shuts down cleanly when its context ends.
+func TestServeDemo(t *testing.T) {
+	cfg, err := parseServeConfig([]string{"--demo", "--port", "0", "--log-level", "warn"}, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	var logs bytes.Buffer
+	go func() { done <- serve(ctx, cfg, &logs, func(a string) { addr <- a }) }()
+
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + strings.Replace(a, "[::]", "127.0.0.1", 1)
+	case err := <-done:
+		t.Fatalf("serve ended early: %v", err)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get(base + "/v1/body/tmefeed_news")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Content struct {
+			Posts []struct {
+				ID int `json:"id"`
+			} `json:"posts"`
+		} `json:"content"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, decode %v", resp.StatusCode, err)
+	}
+	if len(page.Content.Posts) == 0 {
+		t.Error("demo page has no posts")
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not shut down")
+	}
+}
+
+func TestParseCommand(t *testing.T) {
+	page := filepath.Join("..", "..", "fixtures", "pages", "s", "tmefeed_news.html")
+	more := filepath.Join("..", "..", "fixtures", "pages", "more", "tmefeed_news", "before-32.json")
+	preview := filepath.Join("..", "..", "fixtures", "pages", "preview", "tmefeed_news.html")
+	embed := filepath.Join("..", "..", "fixtures", "pages", "embed", "tmefeed_news", "32.html")
+
+	cases := []struct {
+		args []string
+		key  string // a top-level key the REST shape has
+	}{
+		{[]string{page}, "channel"},
+		{[]string{"--kind", "body", page}, "content"},
+		{[]string{more}, "posts"},
+		{[]string{preview}, "channel"},
+		{[]string{embed}, "footer"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), append([]string{"parse"}, c.args...), nil, &out, &errOut, env(nil)); err != nil {
+			t.Errorf("parse %v: %v %s", c.args, err, errOut.String())
+			continue
+		}
+		var v map[string]json.RawMessage
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+			t.Errorf("parse %v: output is not JSON: %v", c.args, err)
+			continue
+		}
+		if _, ok := v[c.key]; !ok {
+			t.Errorf("parse %v: no %q in %s", c.args, c.key, truncate(out.String()))
+		}
+		if !bytes.Contains(out.Bytes(), []byte("\n  \"")) {
+			t.Errorf("parse %v: output is not indented", c.args)
+		}
+	}
+
+	// Standard input.
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"parse", "-"}, bytes.NewReader(b), &out, io.Discard, env(nil)); err != nil || !json.Valid(out.Bytes()) {
+		t.Errorf("parse -: %v", err)
+	}
+
+	// Errors.
+	for _, args := range [][]string{
+		{"parse", "--kind", "feed", page},
+		{"parse", filepath.Join(t.TempDir(), "missing.html")},
+		{"parse"},
+	} {
+		if err := run(context.Background(), args, strings.NewReader(""), io.Discard, io.Discard, env(nil)); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+	if err := run(context.Background(), []string{"parse", "-"}, strings.NewReader("hello, world"), io.Discard, io.Discard, env(nil)); err == nil || !strings.Contains(err.Error(), "--kind") {
+		t.Errorf("undetectable input: err %v, want a hint to pass --kind", err)
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var errOut bytes.Buffer
+	if err := run(context.Background(), []string{"frobnicate"}, nil, io.Discard, &errOut, env(nil)); err == nil || !strings.Contains(errOut.String(), "usage") {
+		t.Errorf("err %v, stderr %q", err, errOut.String())
+	}
+}

@@ -1,0 +1,450 @@
+// Package feed merges the newest posts of many channels into one feed:
+// fetched through the page service, de-duplicated, filtered, ordered
+// (NEWEST or RANKED) and paged with opaque cursors. Identical concurrent
+// requests share one build, and a build is kept until one of its pages
+// can have changed.
+package feed
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+	"github.com/zeebo/xxh3"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// PageSource returns parsed channel pages; *pages.Service is one.
+type PageSource interface {
+	Page(ctx context.Context, r origin.Request) (pages.Result, error)
+}
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxChannels   = 100
+	DefaultMaxFirst      = 2000
+	DefaultFirst         = 20
+	DefaultConcurrency   = 16
+	DefaultMaxAge        = 5 * time.Minute
+	DefaultBuildTimeout  = 30 * time.Second
+	DefaultKeptFeeds     = 256
+	DefaultRenderedBytes = 64 << 20
+)
+
+// Config configures a Service.
+type Config struct {
+	Pages PageSource // required
+	// MaxChannels bounds the channels of one feed (DefaultMaxChannels).
+	MaxChannels int
+	// MaxFirst bounds the page size (DefaultMaxFirst).
+	MaxFirst int
+	// Concurrency bounds the pages one build fetches at once (DefaultConcurrency).
+	Concurrency int
+	// Keep is the cache's refresh interval. A build is reused without
+	// looking at its pages until the oldest of them reaches this age, since
+	// no cached page changes before its refresh point. Zero keeps nothing:
+	// identical concurrent requests still share one build.
+	Keep time.Duration
+	// MaxAge bounds how long a build is reused while its pages come back
+	// unchanged, so that RANKED freshness does not freeze (DefaultMaxAge).
+	MaxAge time.Duration
+	// BuildTimeout bounds one build; a build serves many callers and so is
+	// not cancelled when one of them goes away (DefaultBuildTimeout).
+	BuildTimeout time.Duration
+	// KeptFeeds bounds the number of builds kept (DefaultKeptFeeds).
+	KeptFeeds int
+	// RenderedBytes bounds the rendered responses kept beside the builds
+	// (DefaultRenderedBytes).
+	RenderedBytes int64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Order is the order of a feed.
+type Order string
+
+// Orders.
+const (
+	Newest Order = "NEWEST"
+	Ranked Order = "RANKED"
+)
+
+// Filter keeps the posts matching every condition set. Within MediaKinds
+// and Hashtags any one value is enough.
+type Filter struct {
+	MediaKinds       []string  // parser.Media* kinds
+	Hashtags         []string  // case-insensitive, with or without '#'
+	Query            string    // case-insensitive substring of text, poll or link preview
+	Since            time.Time // date >= Since
+	Until            time.Time // date < Until
+	ExcludeForwarded bool
+	ExcludeReplies   bool
+	ExcludeService   bool
+}
+
+// Request asks for one page of a feed.
+type Request struct {
+	Channels []string // usernames; duplicates are ignored
+	First    int      // page size, 0..MaxFirst
+	After    string   // a cursor from an earlier page, or ""
+	Order    Order    // "" means Ranked
+	Filter   Filter
+}
+
+// Item is one post of a feed. Items are shared between callers and must
+// not be modified.
+type Item struct {
+	Post    *parser.Post
+	Channel *parser.Channel
+	Score   float64 // the RANKED score as of the build, under either order
+	Cursor  string
+}
+
+// Failure is a channel that could not be read.
+type Failure struct {
+	Username string // as requested
+	Err      error  // errors.Is-able: pages.ErrInvalidUsername, origin.ErrNotFound, ...
+}
+
+// Page is one page of a feed.
+type Page struct {
+	Items           []Item
+	TotalCount      int // items of the whole feed
+	HasNextPage     bool
+	HasPreviousPage bool
+	Failed          []Failure
+	// Key identifies the page's content: equal keys mean equal pages. It
+	// changes whenever the feed is rebuilt from changed pages.
+	Key string
+}
+
+// Service builds feeds. It is safe for concurrent use.
+type Service struct {
+	cfg      Config
+	flights  singleflight.Group
+	renders  singleflight.Group
+	kept     *otter.Cache[string, kept]
+	rendered *otter.Cache[string, []byte]
+	builds   atomic.Int64
+	lastID   atomic.Uint64
+}
+
+// build is a merged, de-duplicated, filtered and ordered feed.
+type build struct {
+	id      uint64
+	items   []Item
+	failed  []Failure
+	order   Order
+	hash    uint64 // of the channels' page hashes and failures
+	builtAt time.Time
+}
+
+// kept is a build with the time until which it is reused unchecked.
+type kept struct {
+	b          *build
+	validUntil time.Time
+}
+
+// New returns a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.Pages == nil {
+		return nil, errors.New("feed: Config.Pages is required")
+	}
+	setDefault(&cfg.MaxChannels, DefaultMaxChannels)
+	setDefault(&cfg.MaxFirst, DefaultMaxFirst)
+	setDefault(&cfg.Concurrency, DefaultConcurrency)
+	setDefault(&cfg.MaxAge, DefaultMaxAge)
+	setDefault(&cfg.BuildTimeout, DefaultBuildTimeout)
+	setDefault(&cfg.KeptFeeds, DefaultKeptFeeds)
+	setDefault(&cfg.RenderedBytes, DefaultRenderedBytes)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	keptCache, err := otter.New(&otter.Options[string, kept]{
+		MaximumSize:      cfg.KeptFeeds,
+		ExpiryCalculator: otter.ExpiryWriting[string, kept](cfg.MaxAge),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("feed: %w", err)
+	}
+	rendered, err := otter.New(&otter.Options[string, []byte]{
+		MaximumWeight:    uint64(cfg.RenderedBytes),
+		Weigher:          func(k string, v []byte) uint32 { return uint32(min(len(k)+len(v), 1<<31)) },
+		ExpiryCalculator: otter.ExpiryWriting[string, []byte](cfg.MaxAge),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("feed: %w", err)
+	}
+	return &Service{cfg: cfg, kept: keptCache, rendered: rendered}, nil
+}
+
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// MaxChannels is the most channels one feed may name.
+func (s *Service) MaxChannels() int { return s.cfg.MaxChannels }
+
+// MaxFirst is the largest page size.
+func (s *Service) MaxFirst() int { return s.cfg.MaxFirst }
+
+// Builds counts the feeds merged so far; reused builds do not count.
+func (s *Service) Builds() int64 { return s.builds.Load() }
+
+// Feed returns one page of the feed req describes. Bad input gives an
+// error matching pages.ErrBadRequest; channels that fail are reported in
+// Page.Failed, not as an error.
+func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
+	q, err := s.normalize(req)
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	if req.After != "" {
+		c, err := decodeCursor(req.After)
+		if err != nil {
+			return nil, err
+		}
+		if c.order != q.order {
+			return nil, fmt.Errorf("%w: the cursor belongs to a feed in %s order", pages.ErrBadRequest, c.order)
+		}
+		b, err := s.build(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		start = b.after(c.key)
+		return b.page(start, req.First), nil
+	}
+	b, err := s.build(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return b.page(start, req.First), nil
+}
+
+// Rendered returns bytes rendered from p under key (which must say
+// everything render depends on besides p), rendering them once per page
+// content and key: concurrent callers share one render and later callers
+// get a copy-free hit until the page is rebuilt.
+func (s *Service) Rendered(p *Page, key string, render func() ([]byte, error)) ([]byte, error) {
+	full := p.Key + "\x00" + key
+	if b, ok := s.rendered.GetIfPresent(full); ok {
+		return b, nil
+	}
+	v, err, _ := s.renders.Do(full, func() (any, error) {
+		b, err := render()
+		if err != nil {
+			return nil, err
+		}
+		s.rendered.Set(full, b)
+		return b, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// query is a validated request without its page window.
+type query struct {
+	key      string   // identifies channels, order and filter
+	channels []string // valid, distinct, sorted
+	invalid  []Failure
+	order    Order
+	filter   filter
+}
+
+func (s *Service) normalize(req Request) (query, error) {
+	var q query
+	switch req.Order {
+	case "", Ranked:
+		q.order = Ranked
+	case Newest:
+		q.order = Newest
+	default:
+		return q, fmt.Errorf("%w: unknown order %q", pages.ErrBadRequest, req.Order)
+	}
+	if len(req.Channels) == 0 {
+		return q, fmt.Errorf("%w: no channels given", pages.ErrBadRequest)
+	}
+	if len(req.Channels) > s.cfg.MaxChannels {
+		return q, fmt.Errorf("%w: %d channels given, at most %d allowed", pages.ErrBadRequest, len(req.Channels), s.cfg.MaxChannels)
+	}
+	if req.First < 0 || req.First > s.cfg.MaxFirst {
+		return q, fmt.Errorf("%w: first must be from 0 to %d", pages.ErrBadRequest, s.cfg.MaxFirst)
+	}
+	f, err := newFilter(req.Filter)
+	if err != nil {
+		return q, err
+	}
+	q.filter = f
+	seen := make(map[string]bool, len(req.Channels))
+	for _, raw := range req.Channels {
+		name, err := pages.ValidUsername(strings.TrimPrefix(strings.TrimSpace(raw), "@"))
+		if err != nil {
+			if !seen["!"+raw] {
+				seen["!"+raw] = true
+				q.invalid = append(q.invalid, Failure{Username: raw, Err: err})
+			}
+			continue
+		}
+		if !seen[name] {
+			seen[name] = true
+			q.channels = append(q.channels, name)
+		}
+	}
+	slices.Sort(q.channels)
+	var k strings.Builder
+	k.WriteString(string(q.order))
+	k.WriteByte('|')
+	k.WriteString(q.filter.key)
+	for _, c := range q.channels {
+		k.WriteByte('|')
+		k.WriteString(c)
+	}
+	for _, f := range q.invalid {
+		k.WriteString("|!")
+		k.WriteString(f.Username)
+	}
+	q.key = k.String()
+	return q, nil
+}
+
+// build returns the build for q: a kept one while its pages cannot have
+// changed, else one shared with concurrent callers.
+func (s *Service) build(ctx context.Context, q query) (*build, error) {
+	if k, ok := s.kept.GetIfPresent(q.key); ok && s.cfg.Now().Before(k.validUntil) {
+		return k.b, nil
+	}
+	ch := s.flights.DoChan(q.key, func() (any, error) {
+		// Detached from the first caller: the build serves all of them.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.BuildTimeout)
+		defer cancel()
+		return s.rebuild(ctx, q)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*build), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fetched is the outcome of reading one channel.
+type fetched struct {
+	res pages.Result
+	err error
+}
+
+func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
+	now := s.cfg.Now()
+	if k, ok := s.kept.GetIfPresent(q.key); ok && now.Before(k.validUntil) {
+		return k.b, nil // a flight that just ended kept it
+	}
+	out := make([]fetched, len(q.channels))
+	var g errgroup.Group
+	g.SetLimit(s.cfg.Concurrency)
+	for i, name := range q.channels {
+		g.Go(func() error {
+			res, err := s.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name})
+			out[i] = fetched{res: res, err: err}
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	// The hash of everything the build derives from: when it matches the
+	// previous build's, that build is reused as is, cursors included.
+	h := xxh3.New()
+	var buf [8]byte
+	validUntil := now.Add(s.cfg.Keep)
+	for i, name := range q.channels {
+		_, _ = h.WriteString(name)
+		if err := out[i].err; err != nil {
+			_, _ = h.WriteString("!" + err.Error())
+			continue
+		}
+		binary.LittleEndian.PutUint64(buf[:], out[i].res.Hash)
+		_, _ = h.Write(buf[:])
+		if t := out[i].res.FetchedAt.Add(s.cfg.Keep); t.Before(validUntil) {
+			validUntil = t
+		}
+	}
+	sum := h.Sum64()
+	if s.cfg.Keep <= 0 {
+		validUntil = time.Time{}
+	}
+
+	if k, ok := s.kept.GetIfPresent(q.key); ok && k.b.hash == sum && now.Sub(k.b.builtAt) < s.cfg.MaxAge {
+		s.kept.Set(q.key, kept{b: k.b, validUntil: validUntil})
+		return k.b, nil
+	}
+
+	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now}
+	b.failed = append(b.failed, q.invalid...)
+	var pagesOK []channelPage
+	for i, name := range q.channels {
+		if out[i].err != nil {
+			b.failed = append(b.failed, Failure{Username: name, Err: out[i].err})
+			continue
+		}
+		p := out[i].res.Page
+		if p == nil {
+			b.failed = append(b.failed, Failure{Username: name, Err: fmt.Errorf("%s: %w", name, parser.ErrNotPage)})
+			continue
+		}
+		ch := p.Channel
+		if ch == nil {
+			ch = &parser.Channel{Username: name}
+		}
+		pagesOK = append(pagesOK, channelPage{name: name, channel: ch, page: p})
+	}
+	b.items = merge(pagesOK, q.filter, q.order, now)
+	s.builds.Add(1)
+	s.kept.Set(q.key, kept{b: b, validUntil: validUntil})
+	return b, nil
+}
+
+// after returns the index of the first item that sorts after k. The key
+// rather than the item's position is searched so that a cursor still lands
+// in the right place when its own post has left the feed.
+func (b *build) after(k sortKey) int {
+	i, _ := slices.BinarySearchFunc(b.items, k, func(it Item, k sortKey) int {
+		if keyOf(it, b.order).before(k) || keyOf(it, b.order) == k {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+func (b *build) page(start, first int) *Page {
+	n := len(b.items)
+	start = min(start, n)
+	end := min(start+first, n)
+	return &Page{
+		Items:           b.items[start:end:end],
+		TotalCount:      n,
+		HasNextPage:     end < n,
+		HasPreviousPage: start > 0,
+		Failed:          b.failed,
+		Key:             strconv.FormatUint(b.id, 10) + ":" + strconv.Itoa(start) + ":" + strconv.Itoa(end),
+	}
+}

@@ -1,0 +1,447 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// fakePages serves channel pages from memory and counts the calls.
+type fakePages struct {
+	mu        sync.Mutex
+	pages     map[string]*parser.Page
+	hashes    map[string]uint64
+	errs      map[string]error
+	fetchedAt time.Time
+	calls     atomic.Int64
+	gate      chan struct{} // when set, Page waits for it to close
+}
+
+func newFakePages(now time.Time) *fakePages {
+	return &fakePages{pages: map[string]*parser.Page{}, hashes: map[string]uint64{}, errs: map[string]error{}, fetchedAt: now}
+}
+
+func (f *fakePages) set(name string, subs int64, posts ...parser.Post) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range posts {
+		posts[i].Channel = name
+	}
+	f.pages[name] = &parser.Page{
+		Channel: &parser.Channel{Username: name, Title: parser.Rich{String: name}, Counters: parser.Counters{Subscribers: "x", SubscribersCount: subs}},
+		Content: parser.Content{Posts: posts},
+	}
+	f.hashes[name]++
+}
+
+func (f *fakePages) Page(ctx context.Context, r origin.Request) (pages.Result, error) {
+	f.calls.Add(1)
+	if f.gate != nil {
+		<-f.gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.errs[r.Channel]; err != nil {
+		return pages.Result{}, err
+	}
+	p, ok := f.pages[r.Channel]
+	if !ok {
+		return pages.Result{}, fmt.Errorf("%s: %w", r.Channel, origin.ErrNotFound)
+	}
+	return pages.Result{Page: p, Hash: f.hashes[r.Channel], FetchedAt: f.fetchedAt}, nil
+}
+
+// clock is a settable time source.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+var base = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+
+func post(id int, hoursAgo float64, views int64) parser.Post {
+	return parser.Post{
+		ID: id,
+		Footer: parser.Footer{
+			Views: "v", ViewsCount: views,
+			Date: parser.Date{Unix: base.Add(-time.Duration(hoursAgo * float64(time.Hour))).Unix()},
+		},
+	}
+}
+
+func newService(t *testing.T, src PageSource, clk *clock, keep time.Duration) *Service {
+	t.Helper()
+	s, err := New(Config{Pages: src, Keep: keep, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ids(items []Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = fmt.Sprintf("%s/%d", it.Channel.Username, it.Post.ID)
+	}
+	return out
+}
+
+func TestNewestOrderAndDeduplication(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	src.set("alpha", 1000, post(1, 5, 10), post(2, 3, 10), post(3, 1, 10))
+	fwd := post(7, 2, 10)
+	fwd.Forwarded = &parser.Forwarded{URL: "https://t.me/alpha/2"} // alpha's own post 2
+	fwd2 := post(8, 4, 10)
+	fwd2.Forwarded = &parser.Forwarded{URL: "https://t.me/Gamma/40"} // also forwarded by delta, later
+	src.set("bravo", 1000, post(6, 6, 10), fwd, fwd2)
+	fwd3 := post(9, 0.5, 10)
+	fwd3.Forwarded = &parser.Forwarded{URL: "https://t.me/gamma/40?single"}
+	src.set("delta", 1000, fwd3)
+	s := newService(t, src, clk, time.Minute)
+
+	p, err := s.Feed(context.Background(), Request{Channels: []string{"Bravo", "alpha", "@delta", "alpha"}, First: 50, Order: Newest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"alpha/3", "alpha/2", "bravo/8", "alpha/1", "bravo/6"}
+	if got := ids(p.Items); !slices.Equal(got, want) {
+		t.Errorf("NEWEST feed = %v, want %v (forwards of alpha/2 and of gamma/40 once each)", got, want)
+	}
+	if p.TotalCount != len(want) || p.HasNextPage || p.HasPreviousPage {
+		t.Errorf("page info = total %d next %v prev %v", p.TotalCount, p.HasNextPage, p.HasPreviousPage)
+	}
+	if src.calls.Load() != 3 {
+		t.Errorf("page fetches = %d, want 3 (duplicate names fetched once)", src.calls.Load())
+	}
+}
+
+func TestRankedOrder(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	// Same age: views decide; a month-old post with views capped at 10× the
+	// subscribers still outranks a fresh one seen by a tenth of them.
+	src.set("alpha", 1000, post(1, 2, 100), post(2, 2, 5000), post(3, 30*24, 1_000_000))
+	src.set("bravo", 1000, post(1, 0, 0))
+	s := newService(t, src, clk, time.Minute)
+	p, err := s.Feed(context.Background(), Request{Channels: []string{"alpha", "bravo"}, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(p.Items)
+	want := []string{"alpha/2", "alpha/3", "alpha/1", "bravo/1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("RANKED feed = %v, want %v", got, want)
+	}
+	for i := 1; i < len(p.Items); i++ {
+		if p.Items[i].Score > p.Items[i-1].Score {
+			t.Errorf("scores not descending at %d: %v > %v", i, p.Items[i].Score, p.Items[i-1].Score)
+		}
+	}
+	if want := Rank(p.Items[0].Post, 1000, base).Total; p.Items[0].Score != want {
+		t.Errorf("score = %v, want Rank's %v", p.Items[0].Score, want)
+	}
+}
+
+func TestPagingWalksEveryPostOnce(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	for c := 0; c < 5; c++ {
+		var posts []parser.Post
+		for i := 1; i <= 9; i++ {
+			posts = append(posts, post(i, float64((i*7+c*3)%11), int64(i*c*13%50)))
+		}
+		src.set(fmt.Sprintf("chan%d", c), 100, posts...)
+	}
+	s := newService(t, src, clk, time.Minute)
+	for _, order := range []Order{Newest, Ranked} {
+		req := Request{Channels: []string{"chan0", "chan1", "chan2", "chan3", "chan4"}, Order: order, First: 1000}
+		full, err := s.Feed(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.TotalCount != 45 {
+			t.Fatalf("total = %d, want 45", full.TotalCount)
+		}
+		var walked []string
+		req.First = 4
+		for pages := 0; ; pages++ {
+			p, err := s.Feed(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			walked = append(walked, ids(p.Items)...)
+			if !p.HasNextPage {
+				break
+			}
+			if pages > 20 {
+				t.Fatal("paging does not end")
+			}
+			req.After = p.Items[len(p.Items)-1].Cursor
+		}
+		if !slices.Equal(walked, ids(full.Items)) {
+			t.Errorf("%s: walking pages of 4 gave %v, want %v", order, walked, ids(full.Items))
+		}
+	}
+}
+
+func TestCursorSurvivesRebuild(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	src.set("alpha", 100, post(1, 1, 0), post(2, 2, 0), post(3, 3, 0), post(4, 4, 0))
+	s := newService(t, src, clk, time.Second)
+	req := Request{Channels: []string{"alpha"}, Order: Newest, First: 2}
+	p1, err := s.Feed(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Post 2 (the cursor's own) disappears and a new post arrives; paging
+	// continues right after where post 2 stood.
+	src.set("alpha", 100, post(5, 0.5, 0), post(1, 1, 0), post(3, 3, 0), post(4, 4, 0))
+	clk.Add(2 * time.Second)
+	req.After = p1.Items[1].Cursor
+	p2, err := s.Feed(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(p2.Items), []string{"alpha/3", "alpha/4"}; !slices.Equal(got, want) {
+		t.Errorf("after the rebuild: %v, want %v", got, want)
+	}
+	if !p2.HasPreviousPage || p2.HasNextPage {
+		t.Errorf("page info = prev %v next %v, want true false", p2.HasPreviousPage, p2.HasNextPage)
+	}
+}
+
+func TestFilters(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	photo := post(1, 1, 0)
+	photo.Content.Media = []parser.Media{{Type: parser.MediaImage}}
+	tagged := post(2, 2, 0)
+	tagged.Content.Text = &parser.Text{String: "🎉 Launch #GoLang day", Entities: []parser.Entity{{Type: parser.EntityHashtag, Offset: 10, Length: 7}}}
+	forwarded := post(3, 3, 0)
+	forwarded.Forwarded = &parser.Forwarded{Name: parser.Rich{String: "someone"}}
+	reply := post(4, 30, 0)
+	reply.Content.Reply = &parser.Reply{ToMessage: 1}
+	service := post(5, 50, 0)
+	service.Service = &parser.Service{Type: "pinned"}
+	poll := post(6, 60, 0)
+	poll.Content.Poll = &parser.Poll{Question: "Which Gopher?"}
+	src.set("alpha", 100, photo, tagged, forwarded, reply, service, poll)
+	s := newService(t, src, clk, time.Minute)
+
+	for _, c := range []struct {
+		name string
+		f    Filter
+		want []string
+	}{
+		{"none", Filter{}, []string{"alpha/1", "alpha/2", "alpha/3", "alpha/4", "alpha/5", "alpha/6"}},
+		{"mediaKinds", Filter{MediaKinds: []string{parser.MediaVideo, parser.MediaImage}}, []string{"alpha/1"}},
+		{"hashtags", Filter{Hashtags: []string{"#golang"}}, []string{"alpha/2"}},
+		{"hashtag mismatch", Filter{Hashtags: []string{"launch"}}, nil},
+		{"query", Filter{Query: "GOPHER"}, []string{"alpha/6"}},
+		{"since", Filter{Since: base.Add(-3 * time.Hour)}, []string{"alpha/1", "alpha/2", "alpha/3"}},
+		{"until", Filter{Until: base.Add(-29 * time.Hour)}, []string{"alpha/4", "alpha/5", "alpha/6"}},
+		{"excludeForwarded", Filter{ExcludeForwarded: true}, []string{"alpha/1", "alpha/2", "alpha/4", "alpha/5", "alpha/6"}},
+		{"excludeReplies", Filter{ExcludeReplies: true}, []string{"alpha/1", "alpha/2", "alpha/3", "alpha/5", "alpha/6"}},
+		{"excludeService", Filter{ExcludeService: true}, []string{"alpha/1", "alpha/2", "alpha/3", "alpha/4", "alpha/6"}},
+	} {
+		p, err := s.Feed(context.Background(), Request{Channels: []string{"alpha"}, Order: Newest, First: 10, Filter: c.f})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := ids(p.Items); !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestFailuresAndBadInput(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	src.set("alpha", 100, post(1, 1, 0))
+	src.errs["broken"] = fmt.Errorf("boom: %w", origin.ErrUpstream)
+	s := newService(t, src, clk, time.Minute)
+
+	p, err := s.Feed(context.Background(), Request{Channels: []string{"alpha", "missing", "broken", "no!"}, First: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p.Items); !slices.Equal(got, []string{"alpha/1"}) {
+		t.Errorf("items = %v", got)
+	}
+	reasons := map[string]error{}
+	for _, f := range p.Failed {
+		reasons[f.Username] = f.Err
+	}
+	for name, want := range map[string]error{"missing": origin.ErrNotFound, "broken": origin.ErrUpstream, "no!": pages.ErrInvalidUsername} {
+		if !errors.Is(reasons[name], want) {
+			t.Errorf("failure of %q = %v, want %v", name, reasons[name], want)
+		}
+	}
+
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = fmt.Sprintf("chan%03d", i)
+	}
+	for _, req := range []Request{
+		{},
+		{Channels: many, First: 1},
+		{Channels: []string{"alpha"}, First: -1},
+		{Channels: []string{"alpha"}, First: 2001},
+		{Channels: []string{"alpha"}, First: 1, After: "not-a-cursor"},
+		{Channels: []string{"alpha"}, First: 1, After: p.Items[0].Cursor, Order: Newest}, // a RANKED cursor
+		{Channels: []string{"alpha"}, First: 1, Filter: Filter{MediaKinds: []string{"hologram"}}},
+		{Channels: []string{"alpha"}, First: 1, Filter: Filter{Since: base, Until: base.Add(-time.Hour)}},
+	} {
+		if _, err := s.Feed(context.Background(), req); !errors.Is(err, pages.ErrBadRequest) {
+			t.Errorf("Feed(%+v) error = %v, want ErrBadRequest", req, err)
+		}
+	}
+}
+
+func TestSharedBuildAndKeep(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	names := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot"}
+	for i, n := range names {
+		src.set(n, 100, post(1, float64(i), 10), post(2, float64(i)+0.5, 20))
+	}
+	src.gate = make(chan struct{})
+	s := newService(t, src, clk, 10*time.Second)
+	req := Request{Channels: names, First: 5}
+
+	var wg sync.WaitGroup
+	results := make([]*Page, 50)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := s.Feed(context.Background(), req)
+			if err != nil {
+				t.Error(err)
+			}
+			results[i] = p
+		}()
+	}
+	// Let every caller reach the shared flight before the pages answer.
+	for src.calls.Load() < int64(len(names)) {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(src.gate)
+	wg.Wait()
+	src.gate = nil
+	if got := src.calls.Load(); got != int64(len(names)) {
+		t.Errorf("page fetches = %d, want %d", got, len(names))
+	}
+	if got := s.Builds(); got != 1 {
+		t.Errorf("builds = %d, want 1", got)
+	}
+	for _, p := range results {
+		if p == nil || p.Key != results[0].Key {
+			t.Fatalf("callers got different pages")
+		}
+	}
+
+	// Within the refresh window: neither pages nor a build.
+	clk.Add(5 * time.Second)
+	if _, err := s.Feed(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if src.calls.Load() != int64(len(names)) || s.Builds() != 1 {
+		t.Errorf("inside the window: fetches %d builds %d", src.calls.Load(), s.Builds())
+	}
+	// Past the refresh point, pages unchanged: pages are looked at, the build is reused.
+	clk.Add(10 * time.Second)
+	src.fetchedAt = clk.Now()
+	p, err := s.Feed(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Builds() != 1 || p.Key != results[0].Key {
+		t.Errorf("unchanged pages rebuilt the feed: builds %d", s.Builds())
+	}
+	if src.calls.Load() != 2*int64(len(names)) {
+		t.Errorf("fetches = %d, want %d", src.calls.Load(), 2*len(names))
+	}
+	// A page changed: a new build.
+	clk.Add(11 * time.Second)
+	src.fetchedAt = clk.Now()
+	src.set("echo", 100, post(3, 0, 1))
+	p, err = s.Feed(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Builds() != 2 || p.Key == results[0].Key {
+		t.Errorf("a changed page did not rebuild the feed: builds %d", s.Builds())
+	}
+}
+
+func TestRenderedOncePerPage(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	src.set("alpha", 100, post(1, 1, 0))
+	s := newService(t, src, clk, time.Minute)
+	p, err := s.Feed(context.Background(), Request{Channels: []string{"alpha"}, First: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renders atomic.Int64
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, err := s.Rendered(p, "k", func() ([]byte, error) {
+				renders.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				return []byte("rendered"), nil
+			})
+			if err != nil || string(b) != "rendered" {
+				t.Errorf("Rendered = %q, %v", b, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if renders.Load() != 1 {
+		t.Errorf("renders = %d, want 1", renders.Load())
+	}
+	if _, err := s.Rendered(p, "other", func() ([]byte, error) { return nil, errors.New("x") }); err == nil {
+		t.Error("a failed render reported no error")
+	}
+}
+
+func TestKeepOffStillShares(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	src.set("alpha", 100, post(1, 1, 0))
+	s := newService(t, src, clk, 0)
+	for range 3 {
+		if _, err := s.Feed(context.Background(), Request{Channels: []string{"alpha"}, First: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if src.calls.Load() != 3 {
+		t.Errorf("with Keep 0 every request reads the pages: %d fetches, want 3", src.calls.Load())
+	}
+	if s.Builds() != 1 {
+		t.Errorf("unchanged pages are still not merged again: builds %d, want 1", s.Builds())
+	}
+}

@@ -1,0 +1,152 @@
+package feed
+
+import (
+	"cmp"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// channelPage is the newest page of one channel.
+type channelPage struct {
+	name    string
+	channel *parser.Channel
+	page    *parser.Page
+}
+
+// sortKey orders items: higher score first (always 0 under NEWEST), then
+// newer date, then channel name, then newer id. Every item has a distinct
+// key, so the order is total and a cursor names one place in it.
+type sortKey struct {
+	score   float64
+	date    int64
+	channel string
+	id      int
+}
+
+func (a sortKey) before(b sortKey) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	if a.date != b.date {
+		return a.date > b.date
+	}
+	if a.channel != b.channel {
+		return a.channel < b.channel
+	}
+	return a.id > b.id
+}
+
+func keyOf(it Item, o Order) sortKey {
+	k := sortKey{date: it.Post.Footer.Date.Unix, channel: it.Channel.Username, id: it.Post.ID}
+	if o == Ranked {
+		k.score = it.Score
+	}
+	return k
+}
+
+// candidate is an item with the identity used to de-duplicate it.
+type candidate struct {
+	item      Item
+	identity  string // "channel/id" of the post, or of the original it forwards
+	forwarded bool
+}
+
+// merge de-duplicates, filters and orders the posts of pages as of now.
+func merge(pages []channelPage, f filter, o Order, now time.Time) []Item {
+	n := 0
+	for _, p := range pages {
+		n += len(p.page.Content.Posts)
+	}
+	cands := make([]candidate, 0, n)
+	index := make(map[string]int, n)
+	for _, cp := range pages {
+		subs := cp.channel.Counters.SubscribersCount
+		posts := cp.page.Content.Posts
+		for i := range posts {
+			p := &posts[i]
+			if !f.match(p) {
+				continue
+			}
+			c := candidate{
+				item:     Item{Post: p, Channel: cp.channel, Score: Rank(p, subs, now).Total},
+				identity: cp.name + "/" + strconv.Itoa(p.ID),
+			}
+			if orig, ok := forwardedPost(p); ok {
+				c.identity, c.forwarded = orig, true
+			}
+			j, seen := index[c.identity]
+			if !seen {
+				index[c.identity] = len(cands)
+				cands = append(cands, c)
+				continue
+			}
+			if preferred(c, cands[j]) {
+				cands[j] = c
+			}
+		}
+	}
+	items := make([]Item, len(cands))
+	for i, c := range cands {
+		items[i] = c.item
+	}
+	slices.SortFunc(items, func(a, b Item) int {
+		ka, kb := keyOf(a, o), keyOf(b, o)
+		switch {
+		case ka == kb:
+			return 0
+		case ka.before(kb):
+			return -1
+		}
+		return 1
+	})
+	for i := range items {
+		items[i].Cursor = encodeCursor(o, keyOf(items[i], o))
+	}
+	return items
+}
+
+// preferred reports whether c should replace d, which shows the same post:
+// the original beats a forward of it, then the earlier copy, then the
+// copy that sorts first by channel and id.
+func preferred(c, d candidate) bool {
+	if c.forwarded != d.forwarded {
+		return !c.forwarded
+	}
+	cd, dd := c.item.Post.Footer.Date.Unix, d.item.Post.Footer.Date.Unix
+	if cd != dd {
+		return cd < dd
+	}
+	if r := cmp.Compare(c.item.Channel.Username, d.item.Channel.Username); r != 0 {
+		return r < 0
+	}
+	return c.item.Post.ID < d.item.Post.ID
+}
+
+// forwardedPost returns "channel/id" of the post p forwards, when its
+// source link names a public post (https://t.me/<channel>/<id>).
+func forwardedPost(p *parser.Post) (string, bool) {
+	if p.Forwarded == nil || p.Forwarded.URL == "" {
+		return "", false
+	}
+	u, err := url.Parse(p.Forwarded.URL)
+	if err != nil || (u.Host != "t.me" && u.Host != "telegram.me" && u.Host != "www.t.me") {
+		return "", false
+	}
+	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
+	if len(parts) == 3 && parts[0] == "s" {
+		parts = parts[1:]
+	}
+	if len(parts) != 2 || parts[0] == "" || parts[0] == "c" {
+		return "", false
+	}
+	id, err := strconv.Atoi(parts[1])
+	if err != nil || id <= 0 {
+		return "", false
+	}
+	return strings.ToLower(parts[0]) + "/" + strconv.Itoa(id), true
+}

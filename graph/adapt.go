@@ -1,0 +1,88 @@
+package graph
+
+import (
+	"strings"
+
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/graph/model"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// channelName validates a username given with or without '@'.
+func channelName(raw string) (string, error) {
+	return pages.ValidUsername(strings.TrimPrefix(strings.TrimSpace(raw), "@"))
+}
+
+// feedRequest turns feed's arguments into a feed.Request.
+func feedRequest(channels []string, first *int, after *string, order *model.FeedOrder, filter *model.FeedFilter) (feed.Request, error) {
+	req := feed.Request{Channels: channels, First: feed.DefaultFirst, Order: feed.Ranked}
+	if first != nil {
+		req.First = *first
+	}
+	if after != nil {
+		req.After = *after
+	}
+	if order != nil {
+		req.Order = feed.Order(*order)
+	}
+	if f := filter; f != nil {
+		for _, k := range f.MediaKinds {
+			req.Filter.MediaKinds = append(req.Filter.MediaKinds, parserMediaKind(k))
+		}
+		req.Filter.Hashtags = f.Hashtags
+		if f.Query != nil {
+			req.Filter.Query = *f.Query
+		}
+		if f.Since != nil {
+			req.Filter.Since = *f.Since
+		}
+		if f.Until != nil {
+			req.Filter.Until = *f.Until
+		}
+		req.Filter.ExcludeForwarded = f.ExcludeForwarded != nil && *f.ExcludeForwarded
+		req.Filter.ExcludeReplies = f.ExcludeReplies != nil && *f.ExcludeReplies
+		req.Filter.ExcludeService = f.ExcludeService != nil && *f.ExcludeService
+	}
+	return req, nil
+}
+
+func parserMediaKind(k model.MediaKind) string {
+	if k == model.MediaKindRoundVideo {
+		return parser.MediaRoundVideo
+	}
+	return strings.ToLower(string(k))
+}
+
+// feedConnection adapts a feed page to the schema.
+func feedConnection(p *feed.Page) *model.FeedConnection {
+	c := &model.FeedConnection{
+		Edges:          make([]*model.FeedEdge, len(p.Items)),
+		PageInfo:       feedPageInfo(p),
+		TotalCount:     p.TotalCount,
+		FailedChannels: failedChannels(p),
+	}
+	for i := range p.Items {
+		it := &p.Items[i]
+		c.Edges[i] = &model.FeedEdge{Cursor: it.Cursor, Node: model.ItemOf(it)}
+	}
+	return c
+}
+
+func feedPageInfo(p *feed.Page) *model.PageInfo {
+	pi := &model.PageInfo{HasNextPage: p.HasNextPage, HasPreviousPage: p.HasPreviousPage}
+	if n := len(p.Items); n > 0 {
+		pi.StartCursor = &p.Items[0].Cursor
+		pi.EndCursor = &p.Items[n-1].Cursor
+	}
+	return pi
+}
+
+func failedChannels(p *feed.Page) []*model.FailedChannel {
+	out := make([]*model.FailedChannel, len(p.Failed))
+	for i, f := range p.Failed {
+		c := classify(f.Err)
+		out[i] = &model.FailedChannel{Username: f.Username, Code: c.code, Reason: c.message}
+	}
+	return out
+}

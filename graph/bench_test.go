@@ -1,0 +1,187 @@
+package graph_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/server"
+)
+
+// The large-list benchmarks: a 100-channel feed of 2,000 posts (each
+// synthetic channel is a copy of tmefeed_news, 20 posts), through GraphQL
+// and through POST /v1/feed, measured against one bare tokenizer pass over
+// a 100 KB page. Run:
+//
+//	go test -run '^$' -bench 'Feed100|Tokenizer' -benchmem ./graph/
+
+const benchFeedQuery = `query($channels: [String!]!) {
+	feed(channels: $channels, first: 2000) {
+		totalCount
+		pageInfo { hasNextPage endCursor }
+		edges { cursor node {
+			score
+			channel { username title }
+			post { id url date views edited text { plain html } media { kind url } reactions { emoji count } forwardedFrom { name url } }
+		} }
+	}
+}`
+
+// discard is a ResponseWriter that keeps only the status and size.
+type discard struct {
+	h      http.Header
+	status int
+	n      int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) WriteHeader(s int)           { d.status = s }
+func (d *discard) Write(b []byte) (int, error) { d.n += len(b); return len(b), nil }
+
+type feedBench struct {
+	env      *env
+	gqlBody  []byte
+	restBody []byte
+	names    []string
+}
+
+func newFeedBench(b *testing.B) *feedBench {
+	b.Helper()
+	e := newEnv(b, envOptions{synthetic: 100, syntheticSource: "tmefeed_news"})
+	names := make([]string, 100)
+	for i := range names {
+		names[i] = fmt.Sprintf("loadchan%03d", i+1)
+	}
+	gql, _ := json.Marshal(request{Query: benchFeedQuery, Variables: map[string]any{"channels": names}})
+	rest, _ := json.Marshal(map[string]any{"channels": names})
+	return &feedBench{env: e, gqlBody: gql, restBody: rest, names: names}
+}
+
+// serve sends one request straight to h and checks the answer's size.
+func serve(b *testing.B, h http.Handler, path string, body []byte) int {
+	req, _ := http.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	w := &discard{h: http.Header{}}
+	h.ServeHTTP(w, req)
+	if w.status != 0 && w.status != http.StatusOK || w.n < 1<<20 {
+		b.Fatalf("%s: status %d, %d bytes", path, w.status, w.n)
+	}
+	return w.n
+}
+
+func BenchmarkTokenizerPass100KB(b *testing.B) {
+	page, err := fs.ReadFile(fixtures.Pages(), "s/emoji_party.html")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		z := html.NewTokenizer(bytes.NewReader(page))
+		for {
+			tt := z.Next()
+			if tt == html.ErrorToken {
+				break
+			}
+			if tt == html.StartTagToken || tt == html.SelfClosingTagToken {
+				_, more := z.TagName()
+				for more {
+					_, _, more = z.TagAttr()
+				}
+			}
+		}
+	}
+}
+
+func benchWarm(b *testing.B, h http.Handler, path string, body []byte) {
+	n := serve(b, h, path, body) // fetch, parse, build and render once
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	for b.Loop() {
+		serve(b, h, path, body)
+	}
+}
+
+func BenchmarkFeed100GraphQLWarm(b *testing.B) {
+	fb := newFeedBench(b)
+	benchWarm(b, fb.env.srv.Config.Handler, "/graphql", fb.gqlBody)
+}
+
+func BenchmarkFeed100RESTWarm(b *testing.B) {
+	fb := newFeedBench(b)
+	benchWarm(b, fb.env.srv.Config.Handler, "/v1/feed", fb.restBody)
+}
+
+// The same query through gqlgen's executor, without the fast path.
+func BenchmarkFeed100GraphQLWarmExecutor(b *testing.B) {
+	fb := newFeedBench(b)
+	h := fb.handler(b, true, nil)
+	benchWarm(b, h, "/graphql", fb.gqlBody)
+}
+
+// handler returns a fresh stack over the env's warm cache: a new page
+// service (empty decoded-page cache) and feed service (no builds kept).
+func (fb *feedBench) handler(b *testing.B, noFastPath bool, ps *pages.Service) http.Handler {
+	b.Helper()
+	if ps == nil {
+		ps = fb.env.pages
+	}
+	fs, err := feed.New(feed.Config{Pages: ps, Keep: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gh, err := graph.NewHandler(graph.HandlerConfig{Pages: ps, Feed: fs, Cache: fb.env.cache, DisableFastPath: noFastPath})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh})
+}
+
+// benchCold measures the feed with its pages in the cache but nothing
+// parsed: every request tokenizes the 100 pages again, merges and renders.
+func benchCold(b *testing.B, fb *feedBench, path string, body []byte) {
+	serve(b, fb.env.srv.Config.Handler, path, body) // fill the page cache
+	fetched := fb.env.origin.Total()
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		b.StopTimer()
+		ps := pages.New(pages.Config{Cache: fb.env.cache, Origin: failingOrigin{}})
+		h := fb.handler(b, false, ps)
+		b.StartTimer()
+		n = serve(b, h, path, body)
+	}
+	b.SetBytes(int64(n))
+	if fb.env.origin.Total() != fetched {
+		b.Fatal("the cold runs reached the origin")
+	}
+}
+
+// failingOrigin proves the cold runs are served from the page cache.
+type failingOrigin struct{}
+
+func (failingOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) {
+	return nil, fmt.Errorf("%s: %w", r.Path(), origin.ErrUpstream)
+}
+
+func BenchmarkFeed100GraphQLCold(b *testing.B) {
+	fb := newFeedBench(b)
+	benchCold(b, fb, "/graphql", fb.gqlBody)
+}
+
+func BenchmarkFeed100RESTCold(b *testing.B) {
+	fb := newFeedBench(b)
+	benchCold(b, fb, "/v1/feed", fb.restBody)
+}

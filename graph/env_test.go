@@ -1,0 +1,193 @@
+package graph_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/web"
+)
+
+// env is the whole service on loopback: the fixture origin, the origin
+// client, the embedded cache, the page service, the feed service, the
+// GraphQL handler and the REST server, as cmd/tmefeed wires them.
+type env struct {
+	t      *testing.T
+	origin *fixtures.Origin
+	cache  cache.Cache
+	pages  *pages.Service
+	feed   *feed.Service
+	srv    *httptest.Server
+	parses int
+}
+
+type envOptions struct {
+	synthetic       int
+	syntheticSource string
+	originLatency   time.Duration
+	disableFastPath bool
+	noIntrospection bool
+	complexityLimit int
+	maxDepth        int
+	corsOrigins     []string
+	shared          cache.Cache // another replica's cache
+}
+
+func newEnv(t testing.TB, o envOptions) *env {
+	t.Helper()
+	fo := fixtures.NewOrigin(fixtures.OriginOptions{Synthetic: o.synthetic, SyntheticSource: o.syntheticSource, Latency: o.originLatency})
+	originSrv := httptest.NewServer(fo)
+	t.Cleanup(originSrv.Close)
+	client, err := origin.New(origin.Config{BaseURL: originSrv.URL, RequestTimeout: 5 * time.Second, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := o.shared
+	if store == nil {
+		mem, err := cache.NewMemory(cache.MemoryConfig{Refresh: time.Hour, MaxBytes: 256 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = mem.Close() })
+		store = mem
+	}
+	ps := pages.New(pages.Config{Cache: store, Origin: client, DecodedEntries: 2048})
+	fs, err := feed.New(feed.Config{Pages: ps, Keep: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, err := graph.NewHandler(graph.HandlerConfig{
+		Pages:                ps,
+		Feed:                 fs,
+		Cache:                store,
+		DisableFastPath:      o.disableFastPath,
+		DisableIntrospection: o.noIntrospection,
+		ComplexityLimit:      o.complexityLimit,
+		MaxDepth:             o.maxDepth,
+		CORSOrigins:          o.corsOrigins,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := web.Handler(web.Config{Channels: []string{"tmefeed_news"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	e := &env{origin: fo, cache: store, pages: ps, feed: fs, srv: srv}
+	if tt, ok := t.(*testing.T); ok {
+		e.t = tt
+	}
+	return e
+}
+
+// gqlError is one entry of a response's errors.
+type gqlError struct {
+	Message    string         `json:"message"`
+	Path       []any          `json:"path"`
+	Extensions map[string]any `json:"extensions"`
+}
+
+func (g gqlError) code() string { c, _ := g.Extensions["code"].(string); return c }
+
+// response is a GraphQL response with its HTTP status and raw bytes.
+type response struct {
+	Data   json.RawMessage `json:"data"`
+	Errors []gqlError      `json:"errors"`
+	status int
+	raw    []byte
+}
+
+// codes lists the extensions.code of every error.
+func (r response) codes() []string {
+	var out []string
+	for _, e := range r.Errors {
+		out = append(out, e.code())
+	}
+	return out
+}
+
+// decode unmarshals data into v, failing the test on errors.
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if len(r.Errors) > 0 {
+		t.Fatalf("errors: %+v", r.Errors)
+	}
+	if err := json.Unmarshal(r.Data, v); err != nil {
+		t.Fatalf("data %s: %v", r.Data, err)
+	}
+}
+
+type request struct {
+	Query         string         `json:"query,omitempty"`
+	OperationName string         `json:"operationName,omitempty"`
+	Variables     map[string]any `json:"variables,omitempty"`
+	Extensions    map[string]any `json:"extensions,omitempty"`
+}
+
+func (e *env) post(t *testing.T, req request) response {
+	t.Helper()
+	body, _ := json.Marshal(req)
+	return e.do(t, http.MethodPost, "/graphql", body)
+}
+
+func (e *env) query(t *testing.T, q string, vars map[string]any) response {
+	t.Helper()
+	return e.post(t, request{Query: q, Variables: vars})
+}
+
+func (e *env) get(t *testing.T, req request) response {
+	t.Helper()
+	v := url.Values{}
+	if req.Query != "" {
+		v.Set("query", req.Query)
+	}
+	if req.Variables != nil {
+		b, _ := json.Marshal(req.Variables)
+		v.Set("variables", string(b))
+	}
+	if req.Extensions != nil {
+		b, _ := json.Marshal(req.Extensions)
+		v.Set("extensions", string(b))
+	}
+	return e.do(t, http.MethodGet, "/graphql?"+v.Encode(), nil)
+}
+
+func (e *env) do(t *testing.T, method, path string, body []byte) response {
+	t.Helper()
+	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := response{status: resp.StatusCode, raw: raw}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, raw, err)
+	}
+	return out
+}

@@ -1,0 +1,477 @@
+// Package model adapts the parser's domain types to the GraphQL schema.
+// gqlgen binds the schema's types to these by name (gqlgen.yml autobind);
+// most wrap a parser value and expose it through methods, so a post is
+// never copied to be served.
+package model
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// Post is a parser.Post seen through the schema's Post type. A *parser.Post
+// converts to a *Post for free.
+type Post parser.Post
+
+// PostOf returns p as a *Post.
+func PostOf(p *parser.Post) *Post { return (*Post)(p) }
+
+// URL is the post's public link.
+func (p *Post) URL() string { return "https://t.me/" + p.Channel + "/" + strconv.Itoa(p.ID) }
+
+// Date is when the post was published.
+func (p *Post) Date() time.Time { return time.Unix(p.Footer.Date.Unix, 0).UTC() }
+
+// Edited reports whether the post shows the edited mark.
+func (p *Post) Edited() bool { return p.Footer.Edited }
+
+// Views is the view count; nil when Telegram shows none.
+func (p *Post) Views() *int64 {
+	if p.Footer.Views == "" {
+		return nil
+	}
+	v := p.Footer.ViewsCount
+	return &v
+}
+
+// ViewsText is the view count as displayed.
+func (p *Post) ViewsText() *string { return optional(p.Footer.Views) }
+
+// Author is the signature of a signed post.
+func (p *Post) Author() *string {
+	if p.Footer.Author == nil {
+		return nil
+	}
+	return optional(p.Footer.Author.String)
+}
+
+// Text is the post's text, if any.
+func (p *Post) Text() *Text {
+	if p.Content.Text == nil {
+		return nil
+	}
+	return &Text{t: p.Content.Text}
+}
+
+// Media lists the attachments of a kind the schema knows.
+func (p *Post) Media() []*Media {
+	out := make([]*Media, 0, len(p.Content.Media))
+	for i := range p.Content.Media {
+		m := &p.Content.Media[i]
+		if mediaKind(m.Type).IsValid() {
+			out = append(out, &Media{m: m})
+		}
+	}
+	return out
+}
+
+// Poll is the post's poll, if any.
+func (p *Post) Poll() *Poll {
+	if p.Content.Poll == nil {
+		return nil
+	}
+	return &Poll{p: p.Content.Poll}
+}
+
+// Location is the shared map point, if any.
+func (p *Post) Location() *Location {
+	if p.Content.Location == nil {
+		return nil
+	}
+	return &Location{l: p.Content.Location}
+}
+
+// InlineButtons are the URL buttons under the post.
+func (p *Post) InlineButtons() []*InlineButton {
+	out := make([]*InlineButton, len(p.Content.Inline))
+	for i, b := range p.Content.Inline {
+		out[i] = &InlineButton{Text: b.Title, URL: b.URL}
+	}
+	return out
+}
+
+// Reply describes the message the post replies to, if any.
+func (p *Post) Reply() *Reply {
+	if p.Content.Reply == nil {
+		return nil
+	}
+	return &Reply{r: p.Content.Reply}
+}
+
+// LinkPreview is the link preview card, if any.
+func (p *Post) LinkPreview() *LinkPreview {
+	if p.Content.PreviewLink == nil {
+		return nil
+	}
+	return &LinkPreview{l: p.Content.PreviewLink}
+}
+
+// Reactions lists the reaction counters of a kind the schema knows.
+func (p *Post) Reactions() []*Reaction {
+	out := make([]*Reaction, 0, len(p.Content.Reacts))
+	for i := range p.Content.Reacts {
+		r := &p.Content.Reacts[i]
+		if ReactionKind(upper(r.Type)).IsValid() {
+			out = append(out, &Reaction{r: r})
+		}
+	}
+	return out
+}
+
+// ForwardedFrom names the source of a forwarded post.
+func (p *Post) ForwardedFrom() *Forward {
+	if p.Forwarded == nil {
+		return nil
+	}
+	return &Forward{f: p.Forwarded}
+}
+
+// IsService reports a service message.
+func (p *Post) IsService() bool { return p.Service != nil }
+
+// Text is a post's text.
+type Text struct{ t *parser.Text }
+
+func (t *Text) Plain() string { return t.t.String }
+func (t *Text) HTML() string  { return t.t.HTML }
+
+// Entities lists the formatted spans of a kind the schema knows.
+func (t *Text) Entities() []*TextEntity {
+	out := make([]*TextEntity, 0, len(t.t.Entities))
+	for i := range t.t.Entities {
+		e := &t.t.Entities[i]
+		if EntityKind(upper(e.Type)).IsValid() {
+			out = append(out, &TextEntity{e: e})
+		}
+	}
+	return out
+}
+
+// TextEntity is one formatted span.
+type TextEntity struct{ e *parser.Entity }
+
+func (e *TextEntity) Kind() EntityKind  { return EntityKind(upper(e.e.Type)) }
+func (e *TextEntity) Offset() int       { return e.e.Offset }
+func (e *TextEntity) Length() int       { return e.e.Length }
+func (e *TextEntity) URL() *string      { return optional(e.e.URL) }
+func (e *TextEntity) Language() *string { return optional(e.e.Language) }
+func (e *TextEntity) EmojiID() *string  { return optional(e.e.EmojiID) }
+
+// Media is one attachment.
+type Media struct{ m *parser.Media }
+
+func (m *Media) Kind() MediaKind { return mediaKind(m.m.Type) }
+func (m *Media) URL() *string    { return optional(m.m.URL) }
+func (m *Media) Thumb() *string  { return optional(m.m.Thumb) }
+func (m *Media) Waves() *string  { return optional(m.m.Waves) }
+func (m *Media) Title() *string  { return optional(m.m.Title) }
+func (m *Media) Extra() *string  { return optional(m.m.Extra) }
+func (m *Media) Available() bool { return m.m.Available }
+func (m *Media) Duration() *int {
+	if m.m.Duration == nil {
+		return nil
+	}
+	d := m.m.Duration.Raw
+	return &d
+}
+func (m *Media) DurationText() *string {
+	if m.m.Duration == nil {
+		return nil
+	}
+	return optional(m.m.Duration.Formatted)
+}
+
+// Poll is a poll or quiz.
+type Poll struct{ p *parser.Poll }
+
+func (p *Poll) Question() string  { return p.p.Question }
+func (p *Poll) Type() *string     { return optional(p.p.Type) }
+func (p *Poll) VotesText() string { return p.p.Votes }
+func (p *Poll) Votes() *int64 {
+	if p.p.Votes == "" {
+		return nil
+	}
+	v := p.p.VotesCount
+	return &v
+}
+func (p *Poll) Options() []*PollOption {
+	out := make([]*PollOption, len(p.p.Options))
+	for i, o := range p.p.Options {
+		out[i] = &PollOption{Text: o.Name, Percent: o.Percent}
+	}
+	return out
+}
+
+// PollOption is one answer of a poll.
+type PollOption struct {
+	Text    string
+	Percent int
+}
+
+// Location is a shared map point.
+type Location struct{ l *parser.Location }
+
+func (l *Location) Latitude() *float64 {
+	if l.l.Latitude == 0 && l.l.Longitude == 0 {
+		return nil
+	}
+	return &l.l.Latitude
+}
+func (l *Location) Longitude() *float64 {
+	if l.l.Latitude == 0 && l.l.Longitude == 0 {
+		return nil
+	}
+	return &l.l.Longitude
+}
+func (l *Location) Address() *string { return optional(l.l.Address) }
+func (l *Location) URL() *string     { return optional(l.l.URL) }
+func (l *Location) Map() *string     { return optional(l.l.Map) }
+
+// InlineButton is a URL button under a post.
+type InlineButton struct {
+	Text string
+	URL  string
+}
+
+// Reply describes a replied-to message.
+type Reply struct{ r *parser.Reply }
+
+func (r *Reply) ToMessage() *int {
+	if r.r.ToMessage == 0 {
+		return nil
+	}
+	return &r.r.ToMessage
+}
+func (r *Reply) Name() string     { return r.r.Name.String }
+func (r *Reply) NameHTML() string { return r.r.Name.HTML }
+func (r *Reply) Text() string     { return r.r.Text.String }
+func (r *Reply) TextHTML() string { return r.r.Text.HTML }
+func (r *Reply) Cover() *string   { return optional(r.r.Cover) }
+
+// LinkPreview is a link preview card.
+type LinkPreview struct{ l *parser.PreviewLink }
+
+func (l *LinkPreview) URL() string       { return l.l.URL }
+func (l *LinkPreview) Title() *string    { return optional(l.l.Title) }
+func (l *LinkPreview) SiteName() *string { return optional(l.l.SiteName) }
+func (l *LinkPreview) Thumb() *string    { return optional(l.l.Thumb) }
+func (l *LinkPreview) Description() *string {
+	if l.l.Description == nil {
+		return nil
+	}
+	return &l.l.Description.String
+}
+func (l *LinkPreview) DescriptionHTML() *string {
+	if l.l.Description == nil {
+		return nil
+	}
+	return &l.l.Description.HTML
+}
+
+// Reaction is one reaction counter.
+type Reaction struct{ r *parser.React }
+
+func (r *Reaction) Kind() ReactionKind  { return ReactionKind(upper(r.r.Type)) }
+func (r *Reaction) Emoji() *string      { return optional(r.r.Emoji) }
+func (r *Reaction) EmojiID() *string    { return optional(r.r.EmojiID) }
+func (r *Reaction) EmojiImage() *string { return optional(r.r.EmojiImage) }
+func (r *Reaction) Count() int64        { return r.r.CountValue }
+func (r *Reaction) CountText() string   { return r.r.Count }
+
+// Forward is the source of a forwarded post.
+type Forward struct{ f *parser.Forwarded }
+
+func (f *Forward) Name() string     { return f.f.Name.String }
+func (f *Forward) NameHTML() string { return f.f.Name.HTML }
+func (f *Forward) URL() *string     { return optional(f.f.URL) }
+
+// Channel is a channel's header together with the newest page it came
+// from, whose posts answer posts() without arguments.
+type Channel struct {
+	c    *parser.Channel
+	page *parser.Page
+}
+
+// ChannelOf returns the Channel of header c; page, when not nil, is the
+// channel's newest page.
+func ChannelOf(c *parser.Channel, page *parser.Page) *Channel { return &Channel{c: c, page: page} }
+
+// NewestPage is the page the channel was read from, nil if unknown.
+func (c *Channel) NewestPage() *parser.Page { return c.page }
+
+func (c *Channel) Username() string  { return c.c.Username }
+func (c *Channel) Title() string     { return c.c.Title.String }
+func (c *Channel) TitleHTML() string { return c.c.Title.HTML }
+func (c *Channel) Avatar() *string   { return optional(c.c.Avatar) }
+func (c *Channel) URL() string       { return "https://t.me/" + c.c.Username }
+func (c *Channel) Counters() *Counters {
+	return &Counters{c: &c.c.Counters}
+}
+func (c *Channel) Description() *string {
+	if c.c.Description == nil {
+		return nil
+	}
+	return &c.c.Description.String
+}
+func (c *Channel) DescriptionHTML() *string {
+	if c.c.Description == nil {
+		return nil
+	}
+	return &c.c.Description.HTML
+}
+func (c *Channel) Verified() bool {
+	for _, l := range c.c.Labels {
+		if l == "verified" {
+			return true
+		}
+	}
+	return false
+}
+
+// Counters are a channel's counters.
+type Counters struct{ c *parser.Counters }
+
+func (c *Counters) Subscribers() *int64      { return count(c.c.Subscribers, c.c.SubscribersCount) }
+func (c *Counters) SubscribersText() *string { return optional(c.c.Subscribers) }
+func (c *Counters) Photos() *int64           { return count(c.c.Photos, c.c.PhotosCount) }
+func (c *Counters) Videos() *int64           { return count(c.c.Videos, c.c.VideosCount) }
+func (c *Counters) Files() *int64            { return count(c.c.Files, c.c.FilesCount) }
+func (c *Counters) Links() *int64            { return count(c.c.Links, c.c.LinksCount) }
+
+// ChannelPreview is the card served at t.me/<username>.
+type ChannelPreview struct{ p *parser.Preview }
+
+// PreviewOf returns p as a ChannelPreview.
+func PreviewOf(p *parser.Preview) *ChannelPreview { return &ChannelPreview{p: p} }
+
+func (p *ChannelPreview) Username() string         { return p.p.Username }
+func (p *ChannelPreview) Title() string            { return p.p.Title }
+func (p *ChannelPreview) Subscribers() *int64      { return count(p.p.Subscribers, p.p.SubscribersCount) }
+func (p *ChannelPreview) SubscribersText() *string { return optional(p.p.Subscribers) }
+func (p *ChannelPreview) Avatar() *string          { return optional(p.p.Avatar) }
+func (p *ChannelPreview) Verified() bool           { return p.p.IsVerified }
+func (p *ChannelPreview) URL() string              { return "https://t.me/" + p.p.Username }
+func (p *ChannelPreview) Description() *string {
+	if p.p.Description == nil {
+		return nil
+	}
+	return &p.p.Description.String
+}
+func (p *ChannelPreview) DescriptionHTML() *string {
+	if p.p.Description == nil {
+		return nil
+	}
+	return &p.p.Description.HTML
+}
+
+// PreviewResult is the outcome for one name of previews().
+type PreviewResult struct {
+	Username string
+	Preview  *ChannelPreview
+	Error    *PreviewError
+}
+
+// PreviewError says why a name has no preview.
+type PreviewError struct {
+	Code    string
+	Message string
+}
+
+// FeedConnection is one page of a feed.
+type FeedConnection struct {
+	Edges          []*FeedEdge
+	PageInfo       *PageInfo
+	TotalCount     int
+	FailedChannels []*FailedChannel
+}
+
+// FeedEdge is one item of a feed page.
+type FeedEdge struct {
+	Cursor string
+	Node   *FeedItem
+}
+
+// FeedItem is a post of a feed with its channel and score.
+type FeedItem struct{ it *feed.Item }
+
+// ItemOf returns it as a FeedItem.
+func ItemOf(it *feed.Item) *FeedItem { return &FeedItem{it: it} }
+
+func (f *FeedItem) Post() *Post       { return PostOf(f.it.Post) }
+func (f *FeedItem) Channel() *Channel { return ChannelOf(f.it.Channel, nil) }
+func (f *FeedItem) Score() float64    { return f.it.Score }
+
+// FailedChannel is a channel of a feed that could not be read.
+type FailedChannel struct {
+	Username string
+	Code     string
+	Reason   string
+}
+
+// PageInfo says where a page sits in its connection.
+type PageInfo struct {
+	HasNextPage     bool
+	HasPreviousPage bool
+	StartCursor     *string
+	EndCursor       *string
+}
+
+// PostConnection is a page of a channel's posts.
+type PostConnection struct {
+	Edges    []*PostEdge
+	PageInfo *PageInfo
+}
+
+// PostEdge is one post of a channel page.
+type PostEdge struct {
+	Cursor string
+	Node   *Post
+}
+
+// FeedFilter is the schema's feed filter input.
+type FeedFilter struct {
+	MediaKinds       []MediaKind
+	Hashtags         []string
+	Query            *string
+	Since            *time.Time
+	Until            *time.Time
+	ExcludeForwarded *bool
+	ExcludeReplies   *bool
+	ExcludeService   *bool
+}
+
+// optional maps "" to nil.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// count returns n when Telegram shows the counter (text is set), else nil.
+func count(text string, n int64) *int64 {
+	if text == "" {
+		return nil
+	}
+	return &n
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
+}
+
+func mediaKind(t string) MediaKind {
+	if t == parser.MediaRoundVideo {
+		return MediaKindRoundVideo
+	}
+	return MediaKind(upper(t))
+}

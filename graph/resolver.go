@@ -1,0 +1,26 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// PageService reads t.me pages through the cache; *pages.Service is one.
+type PageService interface {
+	Page(ctx context.Context, r origin.Request) (pages.Result, error)
+	Preview(ctx context.Context, username string) (*parser.Preview, error)
+}
+
+// Resolver holds what the resolvers call into. Resolvers stay thin: they
+// validate arguments and adapt domain values to the schema's types.
+type Resolver struct {
+	pages         PageService
+	feed          *feed.Service
+	maxPreviews   int
+	maxPostsFirst int
+	concurrency   int
+}

@@ -1,0 +1,176 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// httpTransport serves GraphQL over HTTP: POST with a JSON body, or GET
+// with the request in the URL (queries only, so a GET never changes
+// anything). It bounds the request size, accepts one operation per request
+// (no batches) and hands feed-only queries to the fast path.
+type httpTransport struct {
+	get     bool // GET; else POST
+	maxBody int64
+	fast    *fastPath // nil: every operation goes through the executor
+}
+
+var _ graphql.Transport = httpTransport{}
+
+func (t httpTransport) Supports(r *http.Request) bool {
+	if r.Header.Get("Upgrade") != "" {
+		return false
+	}
+	if t.get {
+		return r.Method == http.MethodGet
+	}
+	mediaType, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return r.Method == http.MethodPost && err == nil && mediaType == "application/json"
+}
+
+const graphqlResponseJSON = "application/graphql-response+json"
+
+func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	ctx := r.Context()
+	strict := acceptsGraphQLResponse(r.Header.Get("Accept"))
+	if strict {
+		w.Header().Set("Content-Type", graphqlResponseJSON)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+	}
+
+	params := &graphql.RawParams{Headers: r.Header}
+	params.ReadTime.Start = graphql.Now()
+	if status, err := t.read(w, r, params); err != nil {
+		writeErrors(w, status, gqlerror.List{badRequest(err.Error())})
+		return
+	}
+	params.ReadTime.End = graphql.Now()
+
+	rc, errs := exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		status := http.StatusOK
+		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
+			status = http.StatusUnprocessableEntity
+			if strict {
+				status = http.StatusBadRequest
+			}
+		} else if strict {
+			status = http.StatusBadRequest
+		}
+		w.WriteHeader(status)
+		writeJSON(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs))
+		return
+	}
+	if t.get && rc.Operation.Operation != ast.Query {
+		writeErrors(w, http.StatusMethodNotAllowed, gqlerror.List{badRequest("GET requests only allow query operations")})
+		return
+	}
+	if t.fast != nil {
+		if parts, ok := t.fast.serve(ctx, rc); ok {
+			n := 0
+			for _, p := range parts {
+				n += len(p)
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(n))
+			for _, p := range parts {
+				if _, err := w.Write(p); err != nil {
+					return
+				}
+			}
+			return
+		}
+	}
+	responses, ctx := exec.DispatchOperation(ctx, rc)
+	writeJSON(w, responses(ctx))
+}
+
+// read fills params from the request, returning the HTTP status to answer
+// with when it cannot.
+func (t httpTransport) read(w http.ResponseWriter, r *http.Request, params *graphql.RawParams) (int, error) {
+	if t.get {
+		if int64(len(r.URL.RawQuery)) > t.maxBody {
+			return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", t.maxBody)
+		}
+		q, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return http.StatusBadRequest, fmt.Errorf("malformed query string: %w", err)
+		}
+		params.Query = q.Get("query")
+		params.OperationName = q.Get("operationName")
+		if v := q.Get("variables"); v != "" {
+			if err := decodeJSON([]byte(v), &params.Variables); err != nil {
+				return http.StatusBadRequest, fmt.Errorf("variables could not be decoded: %w", err)
+			}
+		}
+		if v := q.Get("extensions"); v != "" {
+			if err := decodeJSON([]byte(v), &params.Extensions); err != nil {
+				return http.StatusBadRequest, fmt.Errorf("extensions could not be decoded: %w", err)
+			}
+		}
+		return 0, nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.maxBody))
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", t.maxBody)
+		}
+		return http.StatusBadRequest, fmt.Errorf("could not read request body: %w", err)
+	}
+	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+		return http.StatusBadRequest, errors.New("batched operations are not supported: send one operation per request")
+	}
+	if err := decodeJSON(body, params); err != nil {
+		return http.StatusBadRequest, fmt.Errorf("request body could not be decoded: %w", err)
+	}
+	return 0, nil
+}
+
+func decodeJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// acceptsGraphQLResponse reports whether the client asks for the
+// application/graphql-response+json media type, whose error statuses
+// follow the GraphQL-over-HTTP draft.
+func acceptsGraphQLResponse(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err == nil && mt == graphqlResponseJSON {
+			return true
+		}
+	}
+	return false
+}
+
+func badRequest(msg string) *gqlerror.Error {
+	return &gqlerror.Error{Message: msg, Extensions: map[string]any{"code": CodeBadUserInput}}
+}
+
+func writeErrors(w http.ResponseWriter, status int, errs gqlerror.List) {
+	w.WriteHeader(status)
+	writeJSON(w, &graphql.Response{Errors: errs})
+}
+
+func writeJSON(w io.Writer, resp *graphql.Response) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b = []byte(`{"errors":[{"message":"response could not be encoded","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
+	}
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,259 @@
+// Package pages is the page service: it answers "give me this t.me page,
+// parsed" by going request → cache → origin → parser, and caches rendered
+// responses beside the pages they were rendered from.
+package pages
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+	"github.com/zeebo/xxh3"
+
+	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// Fetcher fetches the raw bytes of a t.me page; *origin.Client is one.
+type Fetcher interface {
+	Fetch(ctx context.Context, r origin.Request) ([]byte, error)
+}
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultDecodedEntries = 512
+	DefaultHotBytes       = 8 << 20
+)
+
+// Config configures a Service.
+type Config struct {
+	Cache  cache.Cache // page bytes and rendered responses
+	Origin Fetcher     // called on a cache miss
+	// DecodedEntries bounds the per-process cache of parsed pages, keyed by
+	// the hash of the page bytes. Zero means DefaultDecodedEntries.
+	DecodedEntries int
+	// OnParse, when set, is called each time page bytes go through the
+	// parser (not when a parsed page is reused). Useful for metrics and tests.
+	OnParse func(parser.Kind)
+
+	// Refresh is the cache's refresh point (CACHE_MODE). When set, the
+	// hottest rendered responses are also held uncompressed in process and
+	// served while younger than Refresh — while the cache would serve them
+	// as fresh hits anyway — so such a hit skips decompression too.
+	Refresh time.Duration
+	// HotBytes bounds that store (values + keys); 0 means DefaultHotBytes,
+	// negative turns it off. It is memory beyond the cache's own bound.
+	HotBytes int64
+	// Now is the clock for Refresh; nil means time.Now. It must be the
+	// cache's clock.
+	Now func() time.Time
+}
+
+// Service is the page service. It is safe for concurrent use.
+type Service struct {
+	cache   cache.Cache
+	origin  Fetcher
+	decoded *otter.Cache[decodedKey, *decoded]
+	onParse func(parser.Kind)
+	hot     *otter.Cache[string, cache.Entry] // nil when off
+	refresh time.Duration
+	now     func() time.Time
+}
+
+// Result is a parsed page with what the cache knows about it. Page and
+// Preview are shared between callers and must not be modified.
+type Result struct {
+	Page      *parser.Page    // body and more requests
+	Preview   *parser.Preview // preview requests (Rendered only)
+	Hash      uint64          // xxh3 of the page bytes
+	FetchedAt time.Time       // when the origin served the bytes
+	Stale     bool            // served past its refresh point (the refresh failed or is running)
+}
+
+// decodedKey identifies parsed bytes. The length and kind ride along with
+// the hash so that a collision would also need equal sizes and kinds.
+type decodedKey struct {
+	hash uint64
+	size int
+	kind parser.Kind
+}
+
+// decoded is a parse outcome; errors are kept too, since the same bytes
+// always give the same error.
+type decoded struct {
+	page    *parser.Page
+	preview *parser.Preview
+	err     error
+}
+
+// New returns a Service. Cache and Origin must be set.
+func New(cfg Config) *Service {
+	n := cfg.DecodedEntries
+	if n <= 0 {
+		n = DefaultDecodedEntries
+	}
+	s := &Service{
+		cache:   cfg.Cache,
+		origin:  cfg.Origin,
+		decoded: otter.Must(&otter.Options[decodedKey, *decoded]{MaximumSize: n}),
+		onParse: cfg.OnParse,
+		refresh: cfg.Refresh,
+		now:     cfg.Now,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if hotBytes := cmp.Or(cfg.HotBytes, DefaultHotBytes); cfg.Refresh > 0 && hotBytes > 0 {
+		s.hot = otter.Must(&otter.Options[string, cache.Entry]{
+			MaximumWeight: uint64(hotBytes),
+			Weigher: func(key string, e cache.Entry) uint32 {
+				return uint32(min(len(key)+len(e.Value), math.MaxUint32))
+			},
+			// Freshness is checked on every read; expiry only frees memory.
+			ExpiryCalculator: otter.ExpiryWriting[string, cache.Entry](cfg.Refresh),
+		})
+	}
+	return s
+}
+
+// Page returns a parsed channel page (r.Kind body) or "more" chunk (more).
+// Hot pages are parsed once per content: the parse is reused for as long
+// as the cached bytes stay the same.
+func (s *Service) Page(ctx context.Context, r origin.Request) (Result, error) {
+	if r.Kind != parser.KindBody && r.Kind != parser.KindMore {
+		return Result{}, fmt.Errorf("pages: Page of a %q request: %w", r.Kind, ErrBadRequest)
+	}
+	return s.get(ctx, r)
+}
+
+// Preview returns the preview card of a channel. A user, group, bot or
+// unknown name gives parser.ErrNotChannel.
+func (s *Service) Preview(ctx context.Context, username string) (*parser.Preview, error) {
+	name, err := ValidUsername(username)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.get(ctx, origin.Request{Kind: parser.KindPreview, Channel: name})
+	if err != nil {
+		return nil, err
+	}
+	return res.Preview, nil
+}
+
+// Rendered returns response bytes rendered from the page r names, cached
+// beside the page under "tme:v1:resp:{channel}:" + key; key must say
+// everything render depends on (e.g. "body:0", "post:42"). On a hit
+// nothing is parsed or encoded. The rendered entry carries the page's
+// FetchedAt, so it goes stale when the page does. The returned bytes are
+// shared between callers and must not be modified.
+func (s *Service) Rendered(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) ([]byte, error) {
+	e, err := s.RenderedEntry(ctx, key, r, render)
+	return e.Value, err
+}
+
+// RenderedEntry is Rendered returning the whole cache entry, for callers
+// that derive headers from FetchedAt and Stale.
+func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (cache.Entry, error) {
+	if r.Channel == "" {
+		return cache.Entry{}, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
+	}
+	full := "tme:v1:resp:{" + r.Channel + "}:" + key
+	if s.hot != nil {
+		if e, ok := s.hot.GetIfPresent(full); ok && s.fresh(e) {
+			return e, nil
+		}
+	}
+	e, err := s.cache.Get(ctx, full, func(ctx context.Context) (cache.Entry, error) {
+		res, err := s.get(ctx, r)
+		if err != nil {
+			return cache.Entry{}, err
+		}
+		b, err := render(res)
+		if err != nil {
+			return cache.Entry{}, err
+		}
+		return cache.Entry{Value: b, FetchedAt: res.FetchedAt}, nil
+	})
+	if err == nil && s.hot != nil && !e.Stale && s.fresh(e) {
+		s.hot.Set(full, e)
+	}
+	return e, err
+}
+
+// fresh reports whether e is younger than the refresh point.
+func (s *Service) fresh(e cache.Entry) bool {
+	return s.now().Sub(e.FetchedAt) < s.refresh
+}
+
+// get loads the page bytes for r through the cache and decodes them.
+func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
+	switch r.Kind {
+	case parser.KindBody, parser.KindMore, parser.KindPreview:
+	default:
+		return Result{}, fmt.Errorf("pages: unsupported page kind %q: %w", r.Kind, ErrBadRequest)
+	}
+	e, err := s.cache.Get(ctx, r.Key(), func(ctx context.Context) (cache.Entry, error) {
+		b, err := s.origin.Fetch(ctx, r)
+		if err != nil {
+			return cache.Entry{}, err
+		}
+		// Parse before storing: bytes that are not a page of the expected
+		// kind (a captcha, a cut-off error page) must not be cached, and the
+		// parse is kept for the caller in the decoded cache.
+		if _, d := s.decode(ctx, r.Kind, b); errors.Is(d.err, parser.ErrNotPage) {
+			return cache.Entry{}, fmt.Errorf("%s: %w: %w", r.Path(), origin.ErrUpstream, d.err)
+		}
+		// FetchedAt is left to the cache, whose clock decides freshness.
+		return cache.Entry{Value: b}, nil
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	h, d := s.decode(ctx, r.Kind, e.Value)
+	if d.err != nil {
+		return Result{}, d.err
+	}
+	return Result{Page: d.page, Preview: d.preview, Hash: h, FetchedAt: e.FetchedAt, Stale: e.Stale}, nil
+}
+
+// decode parses b as kind, reusing an earlier parse of the same bytes.
+func (s *Service) decode(ctx context.Context, kind parser.Kind, b []byte) (uint64, *decoded) {
+	key := decodedKey{hash: xxh3.Hash(b), size: len(b), kind: kind}
+	if d, ok := s.decoded.GetIfPresent(key); ok {
+		return key.hash, d
+	}
+	// Concurrent decodes of the same bytes share one parse. Parsing is pure
+	// CPU work, so it is not tied to any one caller's cancellation.
+	d, err := s.decoded.Get(context.WithoutCancel(ctx), key, otter.LoaderFunc[decodedKey, *decoded](
+		func(context.Context, decodedKey) (*decoded, error) {
+			return s.parse(kind, b), nil
+		}))
+	if err != nil { // only a loader error or panic; the loader returns none
+		return key.hash, &decoded{err: fmt.Errorf("pages: decode: %w", err)}
+	}
+	return key.hash, d
+}
+
+func (s *Service) parse(kind parser.Kind, b []byte) *decoded {
+	if s.onParse != nil {
+		s.onParse(kind)
+	}
+	d := &decoded{}
+	switch kind {
+	case parser.KindBody:
+		d.page, d.err = parser.ParseBody(b)
+	case parser.KindMore:
+		d.page, d.err = parser.ParseMore(b)
+	case parser.KindPreview:
+		d.preview, d.err = parser.ParsePreview(b)
+	}
+	if d.err == nil && d.page == nil && d.preview == nil {
+		d.err = parser.ErrNotPage
+	}
+	return d
+}

@@ -1,0 +1,76 @@
+package pages
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+var (
+	// ErrInvalidUsername: not a name Telegram allows for a public channel.
+	ErrInvalidUsername = errors.New("invalid username")
+	// ErrInvalidPosition: a post id or offset outside 1..MaxPosition.
+	ErrInvalidPosition = errors.New("invalid position")
+	// ErrBadRequest: a request the service cannot answer as asked.
+	ErrBadRequest = errors.New("bad request")
+)
+
+// Username length bounds, as Telegram allows them for public names.
+const (
+	MinUsernameLen = 4
+	MaxUsernameLen = 32
+)
+
+// MaxPosition is the largest post id accepted (Telegram ids are int32).
+const MaxPosition = 1<<31 - 1
+
+// ValidUsername checks s as a Telegram username — 4 to 32 ASCII letters,
+// digits and underscores, starting with a letter — and returns it in lower
+// case, since Telegram matches names case-insensitively (Durov and durov
+// are one channel and share one cache entry).
+func ValidUsername(s string) (string, error) {
+	if len(s) < MinUsernameLen || len(s) > MaxUsernameLen {
+		return "", fmt.Errorf("%w: %q must be %d to %d characters long", ErrInvalidUsername, truncate(s), MinUsernameLen, MaxUsernameLen)
+	}
+	lower := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= 'A' && c <= 'Z':
+			lower = false
+		case i > 0 && (c >= '0' && c <= '9' || c == '_'):
+		default:
+			return "", fmt.Errorf("%w: %q must be letters, digits and underscores, starting with a letter", ErrInvalidUsername, truncate(s))
+		}
+	}
+	if lower { // the common case allocates nothing
+		return s, nil
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b), nil
+}
+
+// ParsePosition parses a post id or offset given as decimal text and
+// checks it lies in 1..MaxPosition.
+func ParsePosition(s string) (int, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 || n > MaxPosition {
+		return 0, fmt.Errorf("%w: %q must be a whole number from 1 to %d", ErrInvalidPosition, truncate(s), MaxPosition)
+	}
+	return int(n), nil
+}
+
+// truncate keeps error messages short when the input is not.
+func truncate(s string) string {
+	const max = 40
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}

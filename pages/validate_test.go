@@ -1,0 +1,48 @@
+package pages
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidUsername(t *testing.T) {
+	good := map[string]string{
+		"durov":                       "durov",
+		"Durov":                       "durov",
+		"TMEFEED_News":                "tmefeed_news",
+		"abcd":                        "abcd",
+		"a23_":                        "a23_",
+		strings.Repeat("x", 32):       strings.Repeat("x", 32),
+		"Z" + strings.Repeat("9", 31): "z" + strings.Repeat("9", 31),
+	}
+	for in, want := range good {
+		got, err := ValidUsername(in)
+		if err != nil || got != want {
+			t.Errorf("ValidUsername(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	bad := []string{
+		"", "abc", strings.Repeat("x", 33), "1abc", "_abc", "ab-cd", "ab cd", "abc.d",
+		"durоv", // Cyrillic о
+		"abc\x00", "../etc", "abcd/", "ab%2f",
+	}
+	for _, in := range bad {
+		if got, err := ValidUsername(in); !errors.Is(err, ErrInvalidUsername) {
+			t.Errorf("ValidUsername(%q) = %q, %v; want ErrInvalidUsername", in, got, err)
+		}
+	}
+}
+
+func TestParsePosition(t *testing.T) {
+	for in, want := range map[string]int{"1": 1, "42": 42, "2147483647": MaxPosition} {
+		if got, err := ParsePosition(in); err != nil || got != want {
+			t.Errorf("ParsePosition(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-1", "2147483648", "99999999999999999999", "1.5", "1e3", " 1", "+1x", "abc"} {
+		if got, err := ParsePosition(in); !errors.Is(err, ErrInvalidPosition) {
+			t.Errorf("ParsePosition(%q) = %d, %v; want ErrInvalidPosition", in, got, err)
+		}
+	}
+}

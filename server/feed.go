@@ -1,0 +1,116 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// FeedService builds multi-channel feeds; *feed.Service is one. GraphQL's
+// feed field and POST /v1/feed share it, and so share builds.
+type FeedService interface {
+	Feed(ctx context.Context, req feed.Request) (*feed.Page, error)
+	Rendered(p *feed.Page, key string, render func() ([]byte, error)) ([]byte, error)
+	MaxFirst() int
+}
+
+// FeedRequest is the body of POST /v1/feed. Only channels is required.
+type FeedRequest struct {
+	Channels []string `json:"channels"`
+	Order    string   `json:"order,omitempty"` // "ranked" (default) or "newest"
+	Limit    *int     `json:"limit,omitempty"` // default: the whole feed, up to the server's maximum
+	After    string   `json:"after,omitempty"` // "next" of an earlier answer
+}
+
+// FeedResponse is the answer of POST /v1/feed: telegram-me's
+// {"result": [...]}, each post carrying its channel, plus the channels that
+// could not be read and the cursor of the next page when there is one.
+type FeedResponse struct {
+	Result []FeedPost    `json:"result"`
+	Failed []FeedFailure `json:"failed_channels,omitempty"`
+	Next   string        `json:"next,omitempty"`
+}
+
+// FeedPost is a post with the header of its channel.
+type FeedPost struct {
+	*parser.Post
+	Channel *parser.Channel `json:"channel"`
+}
+
+// FeedFailure is a channel that could not be read.
+type FeedFailure struct {
+	Channel string    `json:"channel"`
+	Error   ErrorInfo `json:"error"`
+}
+
+// POST /v1/feed {"channels": [...]}: the channels' newest posts merged,
+// de-duplicated and ordered, from the same feed builds GraphQL serves.
+func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
+	var in FeedRequest
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.fail(w, r, tooLargeError(tooLarge.Limit))
+			return
+		}
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `body must be JSON: {"channels": ["name", ...]}`})
+		return
+	}
+	req := feed.Request{Channels: in.Channels, First: h.feeds.MaxFirst(), After: in.After}
+	if in.Limit != nil {
+		req.First = *in.Limit
+	}
+	switch strings.ToLower(in.Order) {
+	case "", "ranked":
+		req.Order = feed.Ranked
+	case "newest":
+		req.Order = feed.Newest
+	default:
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `order must be "ranked" or "newest"`})
+		return
+	}
+	p, err := h.feeds.Feed(r.Context(), req)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	b, err := h.feeds.Rendered(p, "rest:v1", func() ([]byte, error) { return renderFeed(p) })
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	hd.Set("Cache-Control", "no-store")
+	_, _ = w.Write(b)
+}
+
+func renderFeed(p *feed.Page) ([]byte, error) {
+	out := FeedResponse{Result: make([]FeedPost, len(p.Items))}
+	for i, it := range p.Items {
+		out.Result[i] = FeedPost{Post: it.Post, Channel: it.Channel}
+	}
+	for _, f := range p.Failed {
+		e := classify(f.Err)
+		out.Failed = append(out.Failed, FeedFailure{Channel: f.Username, Error: ErrorInfo{Code: e.Code, Message: e.Message}})
+	}
+	if p.HasNextPage && len(p.Items) > 0 {
+		out.Next = p.Items[len(p.Items)-1].Cursor
+	}
+	var buf bytes.Buffer
+	buf.Grow(2048 * len(p.Items))
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&out); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,124 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// reqInfoKey keys the per-request record the handlers add to.
+type reqInfoKey struct{}
+
+// reqInfo is what a handler tells the access log beyond status and size.
+type reqInfo struct {
+	err error
+}
+
+// noteError records the cause of an error answer for the access log.
+func noteError(ctx context.Context, err error) {
+	if info, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		info.err = err
+	}
+}
+
+// requestID returns the caller's X-Request-Id when it is short and plain,
+// else a fresh one.
+func (h *handler) requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && plain(id) {
+		return id
+	}
+	return h.idPrefix + "-" + strconv.FormatUint(h.idSeq.Add(1), 10)
+}
+
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// logRequests logs one line per request: id, method, path, status, size,
+// duration, and the cause of an error answer.
+func (h *handler) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := h.requestID(r)
+		w.Header().Set("X-Request-Id", id)
+		info := &reqInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		level := slog.LevelInfo
+		switch {
+		case status >= 500:
+			level = slog.LevelError
+		case status == http.StatusTooManyRequests:
+			level = slog.LevelWarn
+		}
+		if !h.log.Enabled(r.Context(), level) {
+			return
+		}
+		attrs := []slog.Attr{
+			slog.String("id", id),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.RequestURI()),
+			slog.Int("status", status),
+			slog.Int("bytes", ww.BytesWritten()),
+			slog.Duration("dur", time.Since(start)),
+		}
+		if info.err != nil {
+			attrs = append(attrs, slog.String("err", info.err.Error()))
+		}
+		h.log.LogAttrs(r.Context(), level, "request", attrs...)
+	})
+}
+
+// recoverPanics turns a panic into a 500 JSON answer as a last resort, so
+// one bad request cannot take the process down.
+func (h *handler) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			rec := recover()
+			if rec == nil {
+				return
+			}
+			if rec == http.ErrAbortHandler { // the server's own way to abort a response
+				panic(rec)
+			}
+			h.log.Error("panic", "path", r.URL.Path, "panic", rec, "stack", string(debug.Stack()))
+			if ww, ok := w.(middleware.WrapResponseWriter); ok && ww.Status() != 0 {
+				return // the answer has begun; nothing sane can be added
+			}
+			writeError(w, apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}, h.now())
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody caps request bodies at maxBody bytes: a declared larger body
+// gets 413 at once, an undeclared one fails when read past the cap.
+func (h *handler) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > h.maxBody {
+			h.fail(w, r, tooLargeError(h.maxBody))
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// The REST v1 response shapes, as telegram-me 1.x answers them. The parser
+// model already carries telegram-me's field names; these types add the
+// envelopes around it.
+
+// MoreResponse is the answer of GET /v1/more/...: posts and cursors, no
+// channel header.
+type MoreResponse struct {
+	Posts []parser.Post `json:"posts"`
+	Meta  parser.Meta   `json:"meta"`
+}
+
+// PreviewResponse is the answer of GET /v1/preview/{channel} and one value
+// of POST /v1/previews.
+type PreviewResponse struct {
+	Channel *parser.Preview `json:"channel"`
+}
+
+// ErrorBody is the JSON body of every error answer, and of a failed name
+// in POST /v1/previews.
+type ErrorBody struct {
+	Error ErrorInfo `json:"error"`
+}
+
+// ErrorInfo is a machine-readable code and a human-readable message.
+type ErrorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// BodyView is the value GET /v1/body/{channel} encodes:
+// {"channel": …, "content": {"posts": […]}, "meta": {"offset": …}}.
+func BodyView(p *parser.Page) *parser.Page {
+	if p.Content.Posts != nil {
+		return p
+	}
+	page := *p
+	page.Content.Posts = []parser.Post{}
+	return &page
+}
+
+// MoreView is the value GET /v1/more/... encodes: {"posts": […], "meta": …}.
+func MoreView(p *parser.Page) *MoreResponse {
+	m := &MoreResponse{Posts: p.Content.Posts, Meta: p.Meta}
+	if m.Posts == nil {
+		m.Posts = []parser.Post{}
+	}
+	return m
+}
+
+// EncodeJSON encodes v as the API does: HTML left unescaped (the "html"
+// fields stay readable), a newline at the end, indented when indent is set.
+func EncodeJSON(v any, indent bool) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// findPost returns the post with the given id on the page, or nil.
+func findPost(p *parser.Page, id int) *parser.Post {
+	for i := range p.Content.Posts {
+		if p.Content.Posts[i].ID == id {
+			return &p.Content.Posts[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,397 @@
+// Package server is tmefeed's HTTP face: the REST v1 API (JSON compatible
+// with telegram-me 1.x), /healthz, and mount points for GraphQL.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// PageService is what the REST handlers need from the page service;
+// *pages.Service is one.
+type PageService interface {
+	RenderedEntry(ctx context.Context, key string, r origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, error)
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultMaxRequestBytes     = 64 << 10
+	DefaultPreviewsConcurrency = 8
+	// MaxPreviews is the most names POST /v1/previews accepts at once.
+	MaxPreviews = 100
+)
+
+// Config configures the HTTP handler.
+type Config struct {
+	Pages PageService
+	// Refresh is the cache's refresh point (CACHE_MODE); Cache-Control is
+	// derived from it. Zero (CACHE_MODE=off) answers "no-store".
+	Refresh time.Duration
+	// Logger receives one line per request; nil discards.
+	Logger *slog.Logger
+	// MaxRequestBytes caps request bodies; larger ones get 413.
+	MaxRequestBytes int64
+	// PreviewsConcurrency bounds the fetches of one POST /v1/previews.
+	PreviewsConcurrency int
+	// GraphQL is mounted at /graphql and Playground at / when not nil.
+	GraphQL    http.Handler
+	Playground http.Handler
+	// Feed serves POST /v1/feed when not nil.
+	Feed FeedService
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// handler holds the configuration the routes share.
+type handler struct {
+	pages       PageService
+	feeds       FeedService
+	refresh     time.Duration
+	swr         string
+	log         *slog.Logger
+	maxBody     int64
+	concurrency int
+	now         func() time.Time
+	idPrefix    string
+	idSeq       atomic.Uint64
+}
+
+// New returns the HTTP handler serving the REST API.
+func New(cfg Config) http.Handler {
+	h := &handler{
+		pages:       cfg.Pages,
+		feeds:       cfg.Feed,
+		refresh:     cfg.Refresh,
+		log:         cfg.Logger,
+		maxBody:     cfg.MaxRequestBytes,
+		concurrency: cfg.PreviewsConcurrency,
+		now:         cfg.Now,
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxRequestBytes
+	}
+	if h.concurrency <= 0 {
+		h.concurrency = DefaultPreviewsConcurrency
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.swr = strconv.Itoa(int(h.refresh / time.Second))
+	var p [4]byte
+	_, _ = rand.Read(p[:])
+	h.idPrefix = hex.EncodeToString(p[:])
+
+	r := chi.NewRouter()
+	r.Use(h.logRequests, h.recoverPanics, h.limitBody, middleware.GetHead)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such route: " + r.URL.Path})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		h.fail(w, r, apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: r.Method + " is not allowed here"})
+	})
+
+	r.Get("/healthz", h.healthz)
+	r.Route("/v1", func(r chi.Router) {
+		r.Get("/body/{channel}", h.body)
+		r.Get("/post/{channel}/{id}", h.post)
+		r.Get("/more/{channel}/{direction}/{position}", h.more)
+		r.Get("/preview/{channel}", h.preview)
+		r.Post("/previews", h.previews)
+		if cfg.Feed != nil {
+			r.Post("/feed", h.feed)
+		}
+	})
+	if cfg.GraphQL != nil {
+		r.Handle("/graphql", cfg.GraphQL)
+	}
+	if cfg.Playground != nil {
+		r.Handle("/", cfg.Playground)
+		// The playground page again, and its embedded JavaScript and CSS.
+		r.Handle("/playground", cfg.Playground)
+		r.Handle("/playground/*", cfg.Playground)
+	}
+	return r
+}
+
+func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = io.WriteString(w, "{\"status\":\"ok\"}\n")
+}
+
+// GET /v1/body/{channel}[?position=N]: the channel page, or the page around post N.
+func (h *handler) body(w http.ResponseWriter, r *http.Request) {
+	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	pos := 0
+	if r.URL.RawQuery != "" {
+		if q := r.URL.Query(); q.Has("position") {
+			if pos, err = pages.ParsePosition(q.Get("position")); err != nil {
+				h.failErr(w, r, err)
+				return
+			}
+		}
+	}
+	req := origin.Request{Kind: parser.KindBody, Channel: ch, Position: pos}
+	h.serve(w, r, "body:"+strconv.Itoa(pos), req, func(res pages.Result) ([]byte, error) {
+		return EncodeJSON(BodyView(res.Page), false)
+	})
+}
+
+// GET /v1/post/{channel}/{id}: one post, read from the page around it.
+func (h *handler) post(w http.ResponseWriter, r *http.Request) {
+	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	id, err := pages.ParsePosition(chi.URLParam(r, "id"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	req := origin.Request{Kind: parser.KindBody, Channel: ch, Position: id}
+	h.serve(w, r, "post:"+strconv.Itoa(id), req, func(res pages.Result) ([]byte, error) {
+		p := findPost(res.Page, id)
+		if p == nil {
+			return nil, errPostNotFound
+		}
+		return EncodeJSON(p, false)
+	})
+}
+
+// GET /v1/more/{channel}/{before|after}/{position}: the posts before or after a post.
+func (h *handler) more(w http.ResponseWriter, r *http.Request) {
+	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	dir := chi.URLParam(r, "direction")
+	if dir != "before" && dir != "after" {
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "direction must be before or after"})
+		return
+	}
+	pos, err := pages.ParsePosition(chi.URLParam(r, "position"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	req := origin.Request{Kind: parser.KindMore, Channel: ch, Position: pos, After: dir == "after"}
+	h.serve(w, r, "more:"+dir+":"+strconv.Itoa(pos), req, func(res pages.Result) ([]byte, error) {
+		return EncodeJSON(MoreView(res.Page), false)
+	})
+}
+
+// GET /v1/preview/{channel}: the channel's preview card.
+func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
+	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	e, err := h.previewEntry(r.Context(), ch)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	h.writeEntry(w, e)
+}
+
+func (h *handler) previewEntry(ctx context.Context, ch string) (cache.Entry, error) {
+	req := origin.Request{Kind: parser.KindPreview, Channel: ch}
+	return h.pages.RenderedEntry(ctx, "preview", req, renderPreview)
+}
+
+func renderPreview(res pages.Result) ([]byte, error) {
+	return EncodeJSON(&PreviewResponse{Channel: res.Preview}, false)
+}
+
+// serve answers with the rendered bytes for req, from the cache when held.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
+	e, err := h.pages.RenderedEntry(r.Context(), key, req, render)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	h.writeEntry(w, e)
+}
+
+// writeEntry writes cached response bytes as they are.
+func (h *handler) writeEntry(w http.ResponseWriter, e cache.Entry) {
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(e.Value)))
+	hd.Set("Cache-Control", h.cacheControl(e.FetchedAt, e.Stale))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(e.Value)
+}
+
+// cacheControl tells downstream caches what CACHE_MODE tells ours: keep an
+// answer only until the page it came from reaches its refresh point, then
+// serve it stale for one more period while revalidating.
+func (h *handler) cacheControl(fetchedAt time.Time, stale bool) string {
+	if h.refresh <= 0 {
+		return "no-store"
+	}
+	return "public, max-age=" + strconv.Itoa(h.maxAge(fetchedAt, stale)) + ", stale-while-revalidate=" + h.swr
+}
+
+func (h *handler) maxAge(fetchedAt time.Time, stale bool) int {
+	if stale {
+		return 0
+	}
+	left := h.refresh - h.now().Sub(fetchedAt)
+	if left <= 0 {
+		return 0
+	}
+	if left > h.refresh {
+		left = h.refresh
+	}
+	return int(left / time.Second)
+}
+
+// POST /v1/previews {"channels": [...]}: the previews of up to MaxPreviews
+// channels. Names are de-duplicated case-insensitively and fetched
+// concurrently; each name maps to {"channel": {...}} or {"error": {...}}, so
+// one bad name does not fail the others.
+func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Channels []string `json:"channels"`
+	}
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(&in); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			h.fail(w, r, tooLargeError(tooLarge.Limit))
+			return
+		}
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `body must be JSON: {"channels": ["name", ...]}`})
+		return
+	}
+	if len(in.Channels) == 0 {
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"channels" must list at least one name`})
+		return
+	}
+	if len(in.Channels) > MaxPreviews {
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"channels" must list at most ` + strconv.Itoa(MaxPreviews) + " names"})
+		return
+	}
+
+	type result struct {
+		name  string
+		entry cache.Entry
+		err   error
+	}
+	seen := make(map[string]bool, len(in.Channels))
+	results := make([]result, 0, len(in.Channels))
+	for _, raw := range in.Channels {
+		name := strings.ToLower(raw)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		results = append(results, result{name: name})
+	}
+
+	sem := make(chan struct{}, h.concurrency)
+	var wg sync.WaitGroup
+	for i := range results {
+		res := &results[i]
+		ch, err := pages.ValidUsername(res.name)
+		if err != nil {
+			res.err = err
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() {
+				// A panic here would escape the recover middleware, which
+				// only guards the request's own goroutine.
+				if p := recover(); p != nil {
+					h.log.Error("panic", "path", r.URL.Path, "channel", ch, "panic", p)
+					res.err = fmt.Errorf("%w: preview %s: panic: %v", errInternal, ch, p)
+				}
+				<-sem
+				wg.Done()
+			}()
+			res.entry, res.err = h.previewEntry(r.Context(), ch)
+		}()
+	}
+	wg.Wait()
+
+	out := make(map[string]json.RawMessage, len(results))
+	maxAge, cacheable := h.refresh, h.refresh > 0
+	for _, res := range results {
+		if res.err != nil {
+			e := classify(res.err)
+			if e.Status >= 429 { // transient: the list must not be cached
+				cacheable = false
+			}
+			b, _ := EncodeJSON(ErrorBody{Error: ErrorInfo{Code: e.Code, Message: e.Message}}, false)
+			out[res.name] = b
+			continue
+		}
+		out[res.name] = res.entry.Value
+		if age := time.Duration(h.maxAge(res.entry.FetchedAt, res.entry.Stale)) * time.Second; age < maxAge {
+			maxAge = age
+		}
+	}
+	b, err := EncodeJSON(out, false)
+	if err != nil { // only if a cached value were not JSON
+		h.failErr(w, r, err)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json; charset=utf-8")
+	if cacheable {
+		// POST answers are rarely cached downstream, but the header is kept
+		// consistent with the GET routes.
+		hd.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge/time.Second))+", stale-while-revalidate="+h.swr)
+	} else {
+		hd.Set("Cache-Control", "no-store")
+	}
+	_, _ = w.Write(b)
+}
+
+func tooLargeError(limit int64) apiError {
+	return apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: "request body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
+}
+
+// failErr answers with the error's classification.
+func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	e := classify(err)
+	noteError(r.Context(), err)
+	writeError(w, e, h.now())
+}
+
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, e apiError) {
+	writeError(w, e, h.now())
+}

@@ -1,0 +1,452 @@
+// Command multiproc checks that tmefeed processes sharing one Valkey fetch
+// each page from the origin once per refresh window, however many of them
+// serve it.
+//
+// It starts a redis-server on a loopback port (or uses --valkey-url), the
+// fixture origin with a t.me-like latency, and --procs `tmefeed serve`
+// processes pointed at both; then --clients clients per process request a
+// fixed mix of REST paths for --duration. It reports the origin's request
+// count per page against the minimum (distinct pages × refresh windows) and
+// exits 1 if any page was fetched more often, or any request failed.
+//
+//	go run ./tools/multiproc                       # 3 procs × 32 clients, 20 s, 150 ms origin
+//	go run ./tools/multiproc -duration 5s -procs 2
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/redistest"
+)
+
+// config is one run.
+type config struct {
+	Bin       string        // tmefeed binary; empty = build it
+	Race      bool          // build with -race
+	Procs     int           // tmefeed serve processes
+	Clients   int           // concurrent clients per process
+	Duration  time.Duration // how long clients send requests
+	Latency   time.Duration // fixture origin delay per answer
+	CacheMode string        // CACHE_MODE of the processes
+	Synthetic int           // synthetic channels added to the mix
+	ValkeyURL string        // empty = start a redis-server
+	Log       io.Writer     // progress and process output on failure
+}
+
+// target is one request of the mix and the origin request it needs.
+type target struct {
+	path   string // REST path on tmefeed
+	origin string // fixture origin path counted for it, query included
+}
+
+// mix is the fixed request mix: every REST read endpoint over recorded
+// pages, plus synthetic channel pages.
+func mix(synthetic int) []target {
+	recorded := []string{"emoji_party", "hadashot_today", "just_launched", "kanal_novostei", "retro_channel", "tmefeed_news"}
+	var ts []target
+	for _, ch := range recorded {
+		ts = append(ts,
+			target{"/v1/body/" + ch, "/s/" + ch},
+			target{"/v1/preview/" + ch, "/" + ch},
+		)
+	}
+	ts = append(ts,
+		target{"/v1/body/tmefeed_news?position=14", "/s/tmefeed_news/14"},
+		target{"/v1/post/tmefeed_news/14", "/s/tmefeed_news/14"}, // same page as the line above
+		target{"/v1/more/tmefeed_news/before/32", "/s/tmefeed_news?before=32"},
+		target{"/v1/more/tmefeed_news/after/24", "/s/tmefeed_news?after=24"},
+		target{"/v1/more/retro_channel/before/4", "/s/retro_channel?before=4"},
+		target{"/v1/more/kanal_novostei/before/1196", "/s/kanal_novostei?before=1196"},
+	)
+	for i := 1; i <= synthetic; i++ {
+		ch := fmt.Sprintf("loadchan%03d", i)
+		ts = append(ts, target{"/v1/body/" + ch, "/s/" + ch})
+	}
+	return ts
+}
+
+// report is what a run measured.
+type report struct {
+	Requests     int64            // answered by tmefeed
+	Failures     map[string]int64 // "status path" → count
+	Elapsed      time.Duration
+	P50, P99     time.Duration
+	Pages        int              // distinct origin pages in the mix
+	Windows      int              // refresh windows in the run
+	Minimum      int64            // Pages × Windows
+	OriginTotal  int64            // requests the origin received
+	PerPage      map[string]int64 // origin requests per page
+	ValkeyGets   int64            // GETs the Valkey server answered (-1 unknown)
+	ValkeyWrites int64            // SETs the Valkey server answered (-1 unknown)
+}
+
+// ok says whether the run met the minimum with no failed request.
+func (r report) ok() bool {
+	if len(r.Failures) > 0 || r.OriginTotal != r.Minimum {
+		return false
+	}
+	for _, n := range r.PerPage {
+		if n != int64(r.Windows) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "requests answered: %d in %v (%.0f/s), latency p50 %v p99 %v\n",
+		r.Requests, r.Elapsed.Round(time.Millisecond), float64(r.Requests)/r.Elapsed.Seconds(), r.P50, r.P99)
+	fmt.Fprintf(&b, "failed requests:   %d\n", sum(r.Failures))
+	for k, n := range r.Failures {
+		fmt.Fprintf(&b, "  %5d × %s\n", n, k)
+	}
+	fmt.Fprintf(&b, "origin requests:   %d; minimum = %d distinct pages × %d refresh windows = %d\n",
+		r.OriginTotal, r.Pages, r.Windows, r.Minimum)
+	pages := slices.Sorted(mapKeys(r.PerPage))
+	for _, p := range pages {
+		mark := ""
+		if r.PerPage[p] != int64(r.Windows) {
+			mark = "   <-- expected " + strconv.Itoa(r.Windows)
+		}
+		fmt.Fprintf(&b, "  %3d  %s%s\n", r.PerPage[p], p, mark)
+	}
+	if r.ValkeyGets >= 0 {
+		fmt.Fprintf(&b, "valkey server:     %d GET, %d SET (the rest of the reads were client-side cache hits)\n", r.ValkeyGets, r.ValkeyWrites)
+	}
+	if r.ok() {
+		b.WriteString("PASS: origin requests equal the minimum\n")
+	} else {
+		b.WriteString("FAIL\n")
+	}
+	return b.String()
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.Bin, "bin", "", "tmefeed binary (default: build ./cmd/tmefeed into a temporary directory)")
+	flag.BoolVar(&cfg.Race, "race", false, "build the binary with the race detector")
+	flag.IntVar(&cfg.Procs, "procs", 3, "tmefeed serve processes")
+	flag.IntVar(&cfg.Clients, "clients", 32, "concurrent clients per process")
+	flag.DurationVar(&cfg.Duration, "duration", 20*time.Second, "how long the clients send requests")
+	flag.DurationVar(&cfg.Latency, "latency", 150*time.Millisecond, "fixture origin latency")
+	flag.StringVar(&cfg.CacheMode, "cache-mode", "normal", "CACHE_MODE of the processes: normal or aggressive")
+	flag.IntVar(&cfg.Synthetic, "synthetic", 20, "synthetic channels added to the request mix")
+	flag.StringVar(&cfg.ValkeyURL, "valkey-url", "", "use this Valkey instead of starting a redis-server (it should be empty)")
+	flag.Parse()
+	cfg.Log = os.Stderr
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "multiproc:", err)
+		os.Exit(1)
+	}
+	fmt.Print(r)
+	if !r.ok() {
+		os.Exit(1)
+	}
+}
+
+// run performs one measurement; an error means the run itself broke.
+func run(ctx context.Context, cfg config) (report, error) {
+	refresh, err := cache.RefreshFor(cfg.CacheMode)
+	if err != nil || refresh == 0 {
+		return report{}, fmt.Errorf("cache mode %q: want normal or aggressive", cfg.CacheMode)
+	}
+	if cfg.Procs < 1 || cfg.Clients < 1 || cfg.Duration <= 0 {
+		return report{}, errors.New("procs, clients and duration must be positive")
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	dir, err := os.MkdirTemp("", "multiproc-")
+	if err != nil {
+		return report{}, err
+	}
+	defer os.RemoveAll(dir)
+
+	bin := cfg.Bin
+	if bin == "" {
+		bin = filepath.Join(dir, "tmefeed")
+		fmt.Fprintln(cfg.Log, "building tmefeed…")
+		args := []string{"build", "-o", bin}
+		if cfg.Race {
+			args = append(args, "-race")
+		}
+		build := exec.CommandContext(ctx, "go", append(args, "github.com/tmefeed/tmefeed/cmd/tmefeed")...)
+		build.Stdout, build.Stderr = cfg.Log, cfg.Log
+		if err := build.Run(); err != nil {
+			return report{}, fmt.Errorf("build tmefeed: %w", err)
+		}
+	}
+
+	var srv *redistest.Server
+	valkeyURL := cfg.ValkeyURL
+	if valkeyURL == "" {
+		if srv, err = redistest.Launch(); err != nil {
+			return report{}, err
+		}
+		defer srv.Close()
+		valkeyURL = srv.URL
+	}
+
+	o := fixtures.NewOrigin(fixtures.OriginOptions{Latency: cfg.Latency, Synthetic: cfg.Synthetic})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return report{}, err
+	}
+	originSrv := &http.Server{Handler: o, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = originSrv.Serve(ln) }()
+	defer originSrv.Close()
+	originURL := "http://" + ln.Addr().String()
+
+	var procs []*proc
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	for i := range cfg.Procs {
+		p, err := startProc(ctx, bin, dir, i, map[string]string{
+			"TME_ORIGIN": originURL,
+			"VALKEY_URL": valkeyURL,
+			"CACHE_MODE": cfg.CacheMode,
+			"LOG_LEVEL":  "warn",
+		})
+		if err != nil {
+			return report{}, err
+		}
+		procs = append(procs, p)
+	}
+	fmt.Fprintf(cfg.Log, "%d tmefeed processes over %s, origin %s with %v latency; %d clients each for %v\n",
+		cfg.Procs, valkeyURL, originURL, cfg.Latency, cfg.Clients, cfg.Duration)
+
+	var getsBefore, setsBefore int64 = -1, -1
+	if srv != nil {
+		getsBefore, _ = srv.CommandCalls(ctx, "get")
+		setsBefore, _ = srv.CommandCalls(ctx, "set")
+	}
+
+	targets := mix(cfg.Synthetic)
+	r := load(ctx, procs, cfg.Clients, cfg.Duration, targets)
+	if err := ctx.Err(); err != nil {
+		return report{}, err
+	}
+	// Let background refreshes started by the last requests finish.
+	time.Sleep(cfg.Latency + 500*time.Millisecond)
+
+	r.Windows = int(math.Ceil(float64(cfg.Duration) / float64(refresh)))
+	r.PerPage = map[string]int64{}
+	for _, t := range targets {
+		r.PerPage[t.origin] = o.Requests(t.origin)
+	}
+	r.Pages = len(r.PerPage)
+	r.Minimum = int64(r.Pages * r.Windows)
+	r.OriginTotal = o.Total()
+	r.ValkeyGets, r.ValkeyWrites = -1, -1
+	if srv != nil {
+		gets, _ := srv.CommandCalls(ctx, "get")
+		sets, _ := srv.CommandCalls(ctx, "set")
+		r.ValkeyGets, r.ValkeyWrites = gets-getsBefore, sets-setsBefore
+	}
+	if !r.ok() {
+		for _, p := range procs {
+			fmt.Fprintf(cfg.Log, "--- output of process %d:\n%s\n", p.n, p.tail())
+		}
+	}
+	return r, nil
+}
+
+// load drives every process with its clients for d.
+func load(ctx context.Context, procs []*proc, clients int, d time.Duration, targets []target) report {
+	httpc := &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			MaxIdleConnsPerHost: clients,
+			IdleConnTimeout:     30 * time.Second,
+		},
+	}
+	defer httpc.CloseIdleConnections()
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		failures  = map[string]int64{}
+		wg        sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for pi, p := range procs {
+		for c := range clients {
+			wg.Go(func() {
+				var lat []time.Duration
+				fails := map[string]int64{}
+				// Each client walks the mix from its own offset, so all
+				// pages are in demand at every moment.
+				i := (c*7 + pi*13) % len(targets)
+				for time.Now().Before(deadline) && ctx.Err() == nil {
+					t := targets[i]
+					i = (i + 1) % len(targets)
+					t0 := time.Now()
+					status, err := get(ctx, httpc, p.base+t.path)
+					lat = append(lat, time.Since(t0))
+					if err != nil {
+						fails["error "+t.path+": "+err.Error()]++
+					} else if status != http.StatusOK {
+						fails[strconv.Itoa(status)+" "+t.path]++
+					}
+				}
+				mu.Lock()
+				latencies = append(latencies, lat...)
+				for k, n := range fails {
+					failures[k] += n
+				}
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	r := report{Elapsed: time.Since(start), Requests: int64(len(latencies)), Failures: failures}
+	if len(failures) == 0 {
+		r.Failures = nil
+	}
+	slices.Sort(latencies)
+	if n := len(latencies); n > 0 {
+		r.P50 = latencies[n/2]
+		r.P99 = latencies[n*99/100]
+	}
+	return r
+}
+
+func get(ctx context.Context, c *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
+// proc is one `tmefeed serve` process.
+type proc struct {
+	n      int
+	base   string
+	cmd    *exec.Cmd
+	out    *os.File
+	exited chan struct{}
+}
+
+func startProc(ctx context.Context, bin, dir string, n int, env map[string]string) (*proc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	out, err := os.Create(filepath.Join(dir, fmt.Sprintf("serve-%d.log", n)))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start tmefeed: %w", err)
+	}
+	p := &proc{n: n, base: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, out: out, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+
+	deadline := time.Now().Add(30 * time.Second)
+	c := &http.Client{Timeout: time.Second}
+	for {
+		if status, err := get(ctx, c, p.base+"/healthz"); err == nil && status == http.StatusOK {
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			return nil, fmt.Errorf("tmefeed serve %d exited at start:\n%s", n, p.tail())
+		case <-ctx.Done():
+			p.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.stop()
+			return nil, fmt.Errorf("tmefeed serve %d not healthy within 30s:\n%s", n, p.tail())
+		}
+	}
+}
+
+// stop ends the process gracefully, or kills it after 10 s.
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.out.Close()
+}
+
+// tail is the end of the process's output.
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.out.Name())
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func sum(m map[string]int64) (n int64) {
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}

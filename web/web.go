@@ -1,0 +1,177 @@
+// Package web serves the GraphQL playground: GraphiQL with tmefeed's
+// example queries, its JavaScript and CSS embedded in the binary (npm's
+// graphiql, react and react-dom, pinned by package-lock.json and copied to
+// dist/ by `npm ci && npm run build`), so it works offline and loads
+// nothing from a CDN.
+package web
+
+import (
+	"bytes"
+	"compress/gzip"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"sync"
+)
+
+//go:embed index.html dist
+var files embed.FS
+
+// Config configures the playground.
+type Config struct {
+	// Endpoint is the GraphQL URL the playground calls ("/graphql").
+	Endpoint string
+	// Assets is the URL path the JavaScript and CSS are served under
+	// ("/playground/assets"); the handler must receive requests for it.
+	Assets string
+	// Channels name the channels the example queries use (["durov"]).
+	Channels []string
+}
+
+// Tab is one example query preloaded in the playground.
+type Tab struct {
+	Query     string `json:"query"`
+	Variables string `json:"variables,omitempty"`
+}
+
+// handler serves the page and the assets.
+type handler struct {
+	index  []byte
+	assets string
+	once   sync.Once
+	gz     map[string][]byte // gzip-compressed assets, made on first use
+}
+
+// Handler returns the playground: the page for any path outside
+// cfg.Assets, the embedded files under it.
+func Handler(cfg Config) (http.Handler, error) {
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = "/graphql"
+	}
+	if cfg.Assets == "" {
+		cfg.Assets = "/playground/assets"
+	}
+	cfg.Assets = strings.TrimSuffix(cfg.Assets, "/")
+	if len(cfg.Channels) == 0 {
+		cfg.Channels = []string{"durov"}
+	}
+	var manifest struct {
+		SHA256 map[string]string `json:"sha256"`
+	}
+	b, err := files.ReadFile("dist/manifest.json")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	if err := json.Unmarshal(b, &manifest); err != nil {
+		return nil, fmt.Errorf("web: manifest: %w", err)
+	}
+	conf, err := json.Marshal(map[string]any{"endpoint": cfg.Endpoint, "tabs": Examples(cfg.Channels)})
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	tmpl, err := template.ParseFS(files, "index.html")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	var page bytes.Buffer
+	err = tmpl.Execute(&page, map[string]any{
+		"Assets": cfg.Assets,
+		"Config": template.JS(conf),
+		"Versions": map[string]string{
+			"css":      manifest.SHA256["graphiql.min.css"],
+			"react":    manifest.SHA256["react.production.min.js"],
+			"reactdom": manifest.SHA256["react-dom.production.min.js"],
+			"graphiql": manifest.SHA256["graphiql.min.js"],
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	return &handler{index: page.Bytes(), assets: cfg.Assets}, nil
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if name, ok := strings.CutPrefix(r.URL.Path, h.assets+"/"); ok {
+		h.asset(w, r, name)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(h.index)
+}
+
+func (h *handler) asset(w http.ResponseWriter, r *http.Request, name string) {
+	if name == "" || strings.Contains(name, "/") || name == "manifest.json" {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := files.ReadFile("dist/" + name)
+	if errors.Is(err, fs.ErrNotExist) {
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Error(w, "asset unreadable", http.StatusInternalServerError)
+		return
+	}
+	hd := w.Header()
+	switch path.Ext(name) {
+	case ".js":
+		hd.Set("Content-Type", "text/javascript; charset=utf-8")
+	case ".css":
+		hd.Set("Content-Type", "text/css; charset=utf-8")
+	default:
+		hd.Set("Content-Type", "text/plain; charset=utf-8")
+	}
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Add("Vary", "Accept-Encoding")
+	// The page links assets with their content hash, so they never change
+	// under one URL.
+	if r.URL.Query().Has("v") {
+		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		hd.Set("Cache-Control", "no-cache")
+	}
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		h.once.Do(h.compress)
+		if z, ok := h.gz[name]; ok {
+			hd.Set("Content-Encoding", "gzip")
+			b = z
+		}
+	}
+	_, _ = w.Write(b)
+}
+
+// compress gzips the scripts and styles once; they shrink about fourfold.
+func (h *handler) compress() {
+	h.gz = make(map[string][]byte)
+	entries, _ := files.ReadDir("dist")
+	for _, e := range entries {
+		if ext := path.Ext(e.Name()); ext != ".js" && ext != ".css" {
+			continue
+		}
+		b, err := files.ReadFile("dist/" + e.Name())
+		if err != nil {
+			continue
+		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		_, _ = zw.Write(b)
+		if zw.Close() == nil {
+			h.gz[e.Name()] = buf.Bytes()
+		}
+	}
+}
