@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 1m
 
-.PHONY: run test build bench fuzz up compose-config multiproc
+.PHONY: run test build bench fuzz up compose-config multiproc e2e playground
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -16,6 +16,12 @@ build: ## build bin/tmefeed
 
 bench: ## run every benchmark once, with allocations
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+e2e: build ## GraphiQL in headless Chromium (Debian's chromium) against the demo server; screenshot in e2e/artifacts/
+	TMEFEED_BIN=$(CURDIR)/bin/tmefeed $(GO) test -tags e2e -count=1 -v ./e2e/
+
+playground: ## refresh web/dist from npm's graphiql, pinned by web/package-lock.json
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 fuzz: ## fuzz the parser for FUZZTIME (default 1m)
 	$(GO) test -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME) ./parser

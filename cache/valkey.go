@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,11 @@ func NewValkey(ctx context.Context, cfg ValkeyConfig) (*Valkey, error) {
 	}
 	opt, err := valkey.ParseURL(cfg.URL)
 	if err != nil {
+		// url.Error repeats the URL, password included; keep only the cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("cache: VALKEY_URL: %w", err)
 	}
 	l1Bytes := cfg.LocalMaxBytes * 3 / 4

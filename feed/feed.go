@@ -213,7 +213,7 @@ func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	start := 0
+	var after *cursor
 	if req.After != "" {
 		c, err := decodeCursor(req.After)
 		if err != nil {
@@ -222,16 +222,15 @@ func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 		if c.order != q.order {
 			return nil, fmt.Errorf("%w: the cursor belongs to a feed in %s order", pages.ErrBadRequest, c.order)
 		}
-		b, err := s.build(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		start = b.after(c.key)
-		return b.page(start, req.First), nil
+		after = &c
 	}
 	b, err := s.build(ctx, q)
 	if err != nil {
 		return nil, err
+	}
+	start := 0
+	if after != nil {
+		start = b.after(after.key)
 	}
 	return b.page(start, req.First), nil
 }

@@ -47,7 +47,8 @@ type HandlerConfig struct {
 	// ComplexityLimit caps the cost of one operation. Every upstream page a
 	// field may fetch costs FetchCost; every object returned costs its
 	// selected fields. A 100-channel feed costs 100·FetchCost plus first
-	// times its selection.
+	// times its selection. Zero means DefaultComplexityLimit, raised when
+	// needed so that a feed of Feed.MaxChannels() channels fits.
 	ComplexityLimit int
 	FetchCost       int
 	MaxDepth        int // levels of nested fields
@@ -75,8 +76,10 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Pages == nil || cfg.Feed == nil {
 		return nil, errors.New("graph: HandlerConfig.Pages and HandlerConfig.Feed are required")
 	}
-	setDefault(&cfg.ComplexityLimit, DefaultComplexityLimit)
 	setDefault(&cfg.FetchCost, DefaultFetchCost)
+	// The largest feed the feed service allows must fit, with room for a
+	// full selection of its posts.
+	setDefault(&cfg.ComplexityLimit, max(DefaultComplexityLimit, cfg.Feed.MaxChannels()*cfg.FetchCost+100_000))
 	setDefault(&cfg.MaxDepth, DefaultMaxDepth)
 	setDefault(&cfg.MaxAliases, DefaultMaxAliases)
 	setDefault(&cfg.MaxRootFields, DefaultMaxRootFields)
