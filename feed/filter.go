@@ -35,7 +35,7 @@ func newFilter(f Filter) (filter, error) {
 	for _, k := range f.MediaKinds {
 		switch k {
 		case parser.MediaImage, parser.MediaVideo, parser.MediaGIF, parser.MediaVoice,
-			parser.MediaRoundVideo, parser.MediaSticker, parser.MediaDocument, parser.MediaAudio:
+			parser.MediaRoundVideo, parser.MediaSticker, parser.MediaDocument, parser.MediaAudio, parser.MediaUnsupported:
 		default:
 			return out, fmt.Errorf("%w: unknown media kind %q", pages.ErrBadRequest, k)
 		}

@@ -58,8 +58,12 @@ type feedBench struct {
 }
 
 func newFeedBench(b *testing.B) *feedBench {
+	return newFeedBenchKeep(b, 0)
+}
+
+func newFeedBenchKeep(b *testing.B, keep time.Duration) *feedBench {
 	b.Helper()
-	e := newEnv(b, envOptions{synthetic: 100, syntheticSource: "tmefeed_news"})
+	e := newEnv(b, envOptions{synthetic: 100, syntheticSource: "tmefeed_news", feedKeep: keep})
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = fmt.Sprintf("loadchan%03d", i+1)
@@ -184,4 +188,40 @@ func BenchmarkFeed100GraphQLCold(b *testing.B) {
 func BenchmarkFeed100RESTCold(b *testing.B) {
 	fb := newFeedBench(b)
 	benchCold(b, fb, "/v1/feed", fb.restBody)
+}
+
+// benchRebuild measures the feed with its pages cached and parsed but no
+// build kept: merge, rank and render, as after a page of the feed changed.
+func benchRebuild(b *testing.B, fb *feedBench, path string, body []byte) {
+	serve(b, fb.env.srv.Config.Handler, path, body) // fetch and parse once
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		b.StopTimer()
+		h := fb.handler(b, false, nil)
+		b.StartTimer()
+		n = serve(b, h, path, body)
+	}
+	b.SetBytes(int64(n))
+}
+
+func BenchmarkFeed100GraphQLRebuild(b *testing.B) {
+	fb := newFeedBench(b)
+	benchRebuild(b, fb, "/graphql", fb.gqlBody)
+}
+
+func BenchmarkFeed100RESTRebuild(b *testing.B) {
+	fb := newFeedBench(b)
+	benchRebuild(b, fb, "/v1/feed", fb.restBody)
+}
+
+// Past the refresh window with the pages unchanged: the 100 pages are read
+// from the cache again and hashed, and the kept build and its rendered
+// bytes are reused.
+func BenchmarkFeed100GraphQLRecheck(b *testing.B) {
+	fb := newFeedBenchKeep(b, time.Nanosecond)
+	benchWarm(b, fb.env.srv.Config.Handler, "/graphql", fb.gqlBody)
+	if fb.env.feed.Builds() != 1 {
+		b.Fatalf("builds = %d, want 1", fb.env.feed.Builds())
+	}
 }

@@ -43,6 +43,7 @@ type envOptions struct {
 	maxDepth        int
 	corsOrigins     []string
 	shared          cache.Cache // another replica's cache
+	feedKeep        time.Duration
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -64,7 +65,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 		store = mem
 	}
 	ps := pages.New(pages.Config{Cache: store, Origin: client, DecodedEntries: 2048})
-	fs, err := feed.New(feed.Config{Pages: ps, Keep: time.Hour})
+	keep := o.feedKeep
+	if keep == 0 {
+		keep = time.Hour
+	}
+	fs, err := feed.New(feed.Config{Pages: ps, Keep: keep})
 	if err != nil {
 		t.Fatal(err)
 	}

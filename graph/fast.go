@@ -20,11 +20,13 @@ import (
 // __typename) from rendered bytes. gqlgen marshals every list with a
 // goroutine per element and then buffers and re-encodes the whole
 // response, which dominates a 2,000-post feed. Here each feed page is
-// rendered once per selection, edge after edge, with gqlgen's own
-// generated marshalers, and kept beside the feed build: a repeated query
-// is a copy of bytes. The schema and the JSON are the same as on the
-// regular path; anything unusual (errors, @defer, fields that fetch more
-// pages) falls back to it.
+// rendered once per selection — the connection by hand, every edge with
+// gqlgen's own generated marshalers, in chunks spread over the CPUs — and
+// kept beside the feed build: a repeated query is a write of kept bytes.
+// The schema and the JSON are the same as on the regular path
+// (TestFastPathMatchesExecutor checks it, also after regenerating);
+// anything unusual (errors, @defer, fields that fetch more pages) falls
+// back to the executor.
 type fastPath struct {
 	es      *executableSchema
 	feed    *feed.Service

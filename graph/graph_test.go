@@ -235,9 +235,9 @@ func TestPreviews(t *testing.T) {
 
 // feedPost is what the feed tests select of every post.
 type feedPost struct {
-	ID            int
-	Date          string
-	Text          *struct {
+	ID   int
+	Date string
+	Text *struct {
 		Plain    string
 		Entities []struct {
 			Kind           string
@@ -539,7 +539,7 @@ func TestLimits(t *testing.T) {
 	for _, c := range []struct{ name, query string }{
 		{"aliases", "{" + manyAliases(31) + "}"},
 		{"root fields", "{" + aliases.String() + "}"},
-			} {
+	} {
 		r := e.query(t, c.query, nil)
 		if !slices.Equal(r.codes(), []string{"COMPLEXITY_LIMIT_EXCEEDED"}) {
 			t.Errorf("%s: %d %+v", c.name, r.status, r.Errors)

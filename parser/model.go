@@ -133,6 +133,7 @@ const (
 	EntityEmoji         = "emoji"
 	EntityCustomEmoji   = "custom_emoji"
 	EntityBlockquote    = "blockquote"
+	EntityCashtag       = "cashtag"
 )
 
 // Entity is one formatted span of a Text.

@@ -151,7 +151,7 @@ func classifyLink(text, href string) (kind, link string) {
 	case strings.HasPrefix(text, "#") && (strings.HasPrefix(href, "?q=") || strings.Contains(href, "?q=%23")):
 		return EntityHashtag, ""
 	case strings.HasPrefix(text, "$") && strings.HasPrefix(href, "?q="):
-		return "cashtag", ""
+		return EntityCashtag, ""
 	case strings.HasPrefix(text, "@") && !strings.ContainsAny(text, " \n"):
 		return EntityMention, ""
 	}

@@ -49,20 +49,21 @@ type MediaKind string
 
 // MediaKind values.
 const (
-	MediaKindImage      MediaKind = "IMAGE"
-	MediaKindVideo      MediaKind = "VIDEO"
-	MediaKindGif        MediaKind = "GIF"
-	MediaKindVoice      MediaKind = "VOICE"
-	MediaKindRoundVideo MediaKind = "ROUND_VIDEO"
-	MediaKindSticker    MediaKind = "STICKER"
-	MediaKindDocument   MediaKind = "DOCUMENT"
-	MediaKindAudio      MediaKind = "AUDIO"
+	MediaKindImage       MediaKind = "IMAGE"
+	MediaKindVideo       MediaKind = "VIDEO"
+	MediaKindGif         MediaKind = "GIF"
+	MediaKindVoice       MediaKind = "VOICE"
+	MediaKindRoundVideo  MediaKind = "ROUND_VIDEO"
+	MediaKindSticker     MediaKind = "STICKER"
+	MediaKindDocument    MediaKind = "DOCUMENT"
+	MediaKindAudio       MediaKind = "AUDIO"
+	MediaKindUnsupported MediaKind = "UNSUPPORTED"
 )
 
 // IsValid reports whether e is one of the schema's values.
 func (e MediaKind) IsValid() bool {
 	switch e {
-	case MediaKindImage, MediaKindVideo, MediaKindGif, MediaKindVoice, MediaKindRoundVideo, MediaKindSticker, MediaKindDocument, MediaKindAudio:
+	case MediaKindImage, MediaKindVideo, MediaKindGif, MediaKindVoice, MediaKindRoundVideo, MediaKindSticker, MediaKindDocument, MediaKindAudio, MediaKindUnsupported:
 		return true
 	}
 	return false
@@ -107,12 +108,13 @@ const (
 	EntityKindEmoji         EntityKind = "EMOJI"
 	EntityKindCustomEmoji   EntityKind = "CUSTOM_EMOJI"
 	EntityKindBlockquote    EntityKind = "BLOCKQUOTE"
+	EntityKindCashtag       EntityKind = "CASHTAG"
 )
 
 // IsValid reports whether e is one of the schema's values.
 func (e EntityKind) IsValid() bool {
 	switch e {
-	case EntityKindBold, EntityKindItalic, EntityKindUnderline, EntityKindStrikethrough, EntityKindSpoiler, EntityKindCode, EntityKindPre, EntityKindTextLink, EntityKindUrl, EntityKindMention, EntityKindHashtag, EntityKindEmoji, EntityKindCustomEmoji, EntityKindBlockquote:
+	case EntityKindBold, EntityKindItalic, EntityKindUnderline, EntityKindStrikethrough, EntityKindSpoiler, EntityKindCode, EntityKindPre, EntityKindTextLink, EntityKindUrl, EntityKindMention, EntityKindHashtag, EntityKindEmoji, EntityKindCustomEmoji, EntityKindBlockquote, EntityKindCashtag:
 		return true
 	}
 	return false
