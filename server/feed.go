@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,13 +53,7 @@ type FeedFailure struct {
 // de-duplicated and ordered, from the same feed builds GraphQL serves.
 func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	var in FeedRequest
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			h.fail(w, r, tooLargeError(tooLarge.Limit))
-			return
-		}
-		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `body must be JSON: {"channels": ["name", ...]}`})
+	if !h.decodeChannels(w, r, &in) {
 		return
 	}
 	req := feed.Request{Channels: in.Channels, First: h.feeds.MaxFirst(), After: in.After}

@@ -285,14 +285,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Channels []string `json:"channels"`
 	}
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(&in); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			h.fail(w, r, tooLargeError(tooLarge.Limit))
-			return
-		}
-		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `body must be JSON: {"channels": ["name", ...]}`})
+	if !h.decodeChannels(w, r, &in) {
 		return
 	}
 	if len(in.Channels) == 0 {
@@ -379,6 +372,22 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 		hd.Set("Cache-Control", "no-store")
 	}
 	_, _ = w.Write(b)
+}
+
+// decodeChannels reads a {"channels": [...]} request body into in, answering
+// 413 or 400 itself when it cannot.
+func (h *handler) decodeChannels(w http.ResponseWriter, r *http.Request, in any) bool {
+	err := json.NewDecoder(r.Body).Decode(in)
+	if err == nil {
+		return true
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		h.fail(w, r, tooLargeError(tooLarge.Limit))
+	} else {
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `body must be JSON: {"channels": ["name", ...]}`})
+	}
+	return false
 }
 
 func tooLargeError(limit int64) apiError {

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/tmefeed/tmefeed/fixtures"
 )
@@ -50,31 +47,9 @@ func runFixtures(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("fixtures: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           o,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	log.Info("fixture origin listening", "addr", ln.Addr().String(), "latency", *latency,
 		"channels", summarize(o.Channels()))
-
-	select {
-	case err := <-errc:
-		return fmt.Errorf("fixtures: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("fixtures: shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("fixtures: %w", err)
-	}
-	return nil
+	return fixtures.Serve(ctx, ln, o)
 }
 
 // summarize lists names, eliding the middle of a long synthetic run.
