@@ -290,6 +290,8 @@ func tagName(raw []byte, buf *[32]byte) []byte {
 	return buf[:n]
 }
 
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
+
 func lookupTag(name []byte) (atom.Atom, uint8) {
 	tag := atom.Lookup(name)
 	if tag != 0 {
@@ -307,11 +309,18 @@ func lookupTag(name []byte) (atom.Atom, uint8) {
 // classRole maps the element's class list to a role and modifiers.
 func classRole(class []byte) (r role, m mods) {
 	for len(class) > 0 {
-		var c []byte
-		if i := bytes.IndexAny(class, " \t\n"); i >= 0 {
-			c, class = class[:i], class[i+1:]
+		i := 0
+		for i < len(class) && !isSpace(class[i]) {
+			i++
+		}
+		c := class[:i]
+		if i < len(class) {
+			class = class[i+1:]
 		} else {
-			c, class = class, nil
+			class = nil
+		}
+		if len(c) == 0 {
+			continue
 		}
 		nr := roleNone
 		switch string(c) {
@@ -860,6 +869,9 @@ func (s *scanner) begin(a *attrs, tag atom.Atom, custom uint8, r role, m mods, f
 		return r
 	case roleReactions:
 		s.inReactions++
+		if p.Content.Reacts == nil {
+			p.Content.Reacts = make([]React, 0, 8) // posts show a handful; grow once at most
+		}
 		return r
 	case roleReaction:
 		typ := ReactEmoji
@@ -927,7 +939,7 @@ func (s *scanner) onText() {
 		if s.text.withHTML {
 			s.text.html = append(s.text.html, raw...)
 		}
-		s.text.addText(unescape(raw))
+		s.text.addRaw(raw)
 	}
 	if s.tmp.depth > 0 {
 		if s.tmp.withHTML {
@@ -938,7 +950,7 @@ func (s *scanner) onText() {
 			s.react.Emoji += strings.TrimSpace(unescape(raw))
 			return
 		}
-		s.tmp.addText(unescape(raw))
+		s.tmp.addRaw(raw)
 	}
 	if n := len(s.stack); n > 0 && s.stack[n-1].role == roleMeta && s.post != nil {
 		if bytes.Contains(raw, []byte("edited")) {

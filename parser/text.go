@@ -34,6 +34,47 @@ func (c *capture) reset(depth int, withHTML, rich bool) {
 	c.pendingWS = false
 }
 
+// addRaw appends the text of a raw text token, decoding character
+// references when there are any.
+func (c *capture) addRaw(raw []byte) {
+	if bytes.IndexByte(raw, '&') >= 0 {
+		c.addText(html.UnescapeString(string(raw)))
+		return
+	}
+	if !c.pendingWS {
+		if units, ok := plainUnits(raw, c.inPre > 0); ok {
+			c.plain = append(c.plain, raw...)
+			c.u16 += units
+			return
+		}
+	}
+	c.addText(string(raw))
+}
+
+// plainUnits reports the UTF-16 length of b when b is valid UTF-8 that needs
+// no normalising (no source line breaks outside <pre>, no no-break spaces),
+// which is most message text.
+func plainUnits(b []byte, inPre bool) (int, bool) {
+	units := 0
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c < 0x80:
+			if (c == '\n' || c == '\r' || c == '\t') && !inPre {
+				return 0, false
+			}
+			units++
+		case c >= 0xF0:
+			units += 2 // a 4-byte sequence is a surrogate pair in UTF-16
+		case c >= 0xC0:
+			if c == 0xC2 && i+1 < len(b) && b[i+1] == 0xA0 {
+				return 0, false // a no-break space becomes a space
+			}
+			units++
+		}
+	}
+	return units, utf8.Valid(b)
+}
+
 // addText appends already unescaped text. Runs of whitespace that contain a
 // line break come from the page source's indentation, not from the message
 // (Telegram writes message line breaks as <br/>), so they collapse to one
