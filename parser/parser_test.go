@@ -416,3 +416,24 @@ func FuzzParse(f *testing.F) {
 		_ = Detect(b)
 	})
 }
+
+// Hostile nesting (thousands of unclosed elements, then thousands of stray
+// end tags) must stay cheap: the open-element stack is bounded.
+func TestDeepNestingIsBounded(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`<div class="tgme_widget_message" data-post="chan_name/1"><div class="tgme_widget_message_text">`)
+	for range 50000 {
+		b.WriteString("<span><b>")
+	}
+	b.WriteString("deep")
+	for range 50000 {
+		b.WriteString("</i>")
+	}
+	page, err := ParseMore(b.Bytes())
+	if err != nil {
+		t.Fatalf("ParseMore: %v", err)
+	}
+	if len(page.Content.Posts) != 1 || page.Content.Posts[0].Content.Text == nil || page.Content.Posts[0].Content.Text.String != "deep" {
+		t.Fatalf("deeply nested text not read: %+v", page.Content.Posts)
+	}
+}

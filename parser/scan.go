@@ -97,6 +97,9 @@ const (
 	modSupportedCont
 )
 
+// maxDepth bounds the open-element stack.
+const maxDepth = 256
+
 type frame struct {
 	tag    atom.Atom
 	custom uint8 // 1 = tg-emoji, 2 = tg-spoiler, 3 = other unknown tag
@@ -489,7 +492,9 @@ func (s *scanner) onStart(selfClosing bool) {
 	if !skipAttrs(tag, name) {
 		s.readAttrs(&a)
 	}
-	void := selfClosing || isVoid(tag)
+	// Past maxDepth an element is treated as empty: real pages nest about 20
+	// deep, and the bound keeps end-tag matching linear on hostile markup.
+	void := selfClosing || isVoid(tag) || len(s.stack) >= maxDepth
 
 	if tag == atom.Head {
 		s.inHead = true
