@@ -30,7 +30,6 @@ type env struct {
 	pages  *pages.Service
 	feed   *feed.Service
 	srv    *httptest.Server
-	parses int
 }
 
 type envOptions struct {

@@ -57,10 +57,7 @@ done:
 		return 0, false
 	}
 	if !inFrac || mult == 1 {
-		if inFrac && mult == 1 {
-			// "1.5" without a suffix: keep the whole part
-			return whole, true
-		}
+		// a fraction only means something before K, M or B; "1.5" keeps its whole part
 		return whole * mult, true
 	}
 	pow := int64(1)
@@ -102,23 +99,15 @@ func parseDuration(s string) (int, bool) {
 	return total*60 + part, true
 }
 
-// parsePercent reads "42%" into 42.
+// parsePercent reads "42%" into 42: the leading digits, ignoring spaces.
 func parsePercent(s string) int {
+	s = strings.TrimSpace(s)
 	n := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= '0' && c <= '9' {
-			n = n*10 + int(c-'0')
-			if n > 1000 {
-				return 0
-			}
-		} else if c == '%' || c == ' ' {
-			if c == '%' {
-				break
-			}
-		} else if n > 0 {
-			break
-		}
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9' && n <= 1000; i++ {
+		n = n*10 + int(s[i]-'0')
+	}
+	if n > 1000 {
+		return 0
 	}
 	return n
 }

@@ -437,3 +437,11 @@ func TestDeepNestingIsBounded(t *testing.T) {
 		t.Fatalf("deeply nested text not read: %+v", page.Content.Posts)
 	}
 }
+
+func TestParsePercent(t *testing.T) {
+	for in, want := range map[string]int{"42%": 42, " 7% ": 7, "100%": 100, "0%": 0, "%": 0, "99999%": 0} {
+		if got := parsePercent(in); got != want {
+			t.Errorf("parsePercent(%q) = %d, want %d", in, got, want)
+		}
+	}
+}

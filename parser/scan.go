@@ -127,7 +127,6 @@ type scanner struct {
 
 	channel  Channel
 	hasTitle bool
-	page     Page
 	preview  Preview
 	posts    []Post
 
@@ -163,7 +162,6 @@ type scanner struct {
 	ogTitle, ogDesc, ogImage string
 	prev, next, canonical    string
 	moreBefore, moreAfter    int
-	pageTitleHTML            string
 	pageAvatar               string
 }
 
@@ -1071,7 +1069,7 @@ func (s *scanner) end(f *frame) {
 		return
 	}
 	c := f.cap
-	rich := c.rich2()
+	rich := c.result()
 	c.depth = 0
 	switch f.role {
 	case roleChannelTitle:
@@ -1090,7 +1088,6 @@ func (s *scanner) end(f *frame) {
 	case rolePageTitle:
 		s.inPageTitle--
 		s.preview.Title = rich.String
-		s.pageTitleHTML = rich.HTML
 	case rolePageExtra:
 		s.preview.Subscribers = rich.String
 	case rolePageDesc:

@@ -157,7 +157,8 @@ func (c *capture) finish() (string, []Entity) {
 	return trimmed, ents
 }
 
-func (c *capture) rich2() Rich {
+// result returns the captured text as plain string and inner HTML.
+func (c *capture) result() Rich {
 	s, _ := c.finish()
 	return Rich{String: s, HTML: strings.TrimSpace(string(c.html))}
 }
