@@ -430,19 +430,30 @@ func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, 
 	poll := 10 * time.Millisecond
 	cached := true // whether the next read may be answered by L1
 	lost, first := false, true
+	// settled reads key once more, since the holder may have written; done
+	// reports that the wait is over, with its result.
+	settled := func(wake chan struct{}) (e Entry, done bool, err error) {
+		e, ok, err := v.readUsable(ctx, key, cached)
+		switch {
+		case err != nil:
+			v.waiters.remove(key, wake)
+			e, err = v.local(ctx, key, load)
+			return e, true, err
+		case ok:
+			v.waiters.remove(key, wake)
+			v.leaseOutcome(LeaseWaited)
+			return e, true, nil
+		}
+		return Entry{}, false, nil
+	}
 	for {
 		// Registered before reading, so an invalidation that lands between
 		// the read and the wait still wakes us.
 		wake := v.waiters.add(key)
 		if !first {
 			// Woken or polled: the holder may have written.
-			if e, ok, err := v.readUsable(ctx, key, cached); err != nil {
-				v.waiters.remove(key, wake)
-				return v.local(ctx, key, load)
-			} else if ok {
-				v.waiters.remove(key, wake)
-				v.leaseOutcome(LeaseWaited)
-				return e, nil
+			if e, done, err := settled(wake); done {
+				return e, err
 			}
 		}
 		first = false
@@ -460,13 +471,8 @@ func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, 
 			v.leaseOutcome(LeaseLost)
 		}
 		// The holder may have written between our miss and our bid.
-		if e, ok, err := v.readUsable(ctx, key, cached); err != nil {
-			v.waiters.remove(key, wake)
-			return v.local(ctx, key, load)
-		} else if ok {
-			v.waiters.remove(key, wake)
-			v.leaseOutcome(LeaseWaited)
-			return e, nil
+		if e, done, err := settled(wake); done {
+			return e, err
 		}
 		if time.Now().After(waitUntil) {
 			v.waiters.remove(key, wake)
