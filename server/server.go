@@ -398,9 +398,11 @@ func tooLargeError(limit int64) apiError {
 func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	e := classify(err)
 	noteError(r.Context(), err)
+	closeIfBodyUnread(w, r)
 	writeError(w, e, h.now())
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, e apiError) {
+	closeIfBodyUnread(w, r)
 	writeError(w, e, h.now())
 }
