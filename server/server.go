@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -285,7 +284,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Channels []string `json:"channels"`
 	}
-	if !h.decodeChannels(w, r, &in) {
+	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...]}`) {
 		return
 	}
 	if len(in.Channels) == 0 {
@@ -372,22 +371,6 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 		hd.Set("Cache-Control", "no-store")
 	}
 	_, _ = w.Write(b)
-}
-
-// decodeChannels reads a {"channels": [...]} request body into in, answering
-// 413 or 400 itself when it cannot.
-func (h *handler) decodeChannels(w http.ResponseWriter, r *http.Request, in any) bool {
-	err := json.NewDecoder(r.Body).Decode(in)
-	if err == nil {
-		return true
-	}
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		h.fail(w, r, tooLargeError(tooLarge.Limit))
-	} else {
-		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `body must be JSON: {"channels": ["name", ...]}`})
-	}
-	return false
 }
 
 func tooLargeError(limit int64) apiError {

@@ -438,6 +438,7 @@ func TestPreviewsBadRequests(t *testing.T) {
 	// Without a Content-Length the cap is hit while reading.
 	req := httptest.NewRequest(http.MethodPost, "/v1/previews", struct{ *bytes.Reader }{bytes.NewReader(huge)})
 	req.ContentLength = -1
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, req)
 	wantError(t, rec, http.StatusRequestEntityTooLarge, server.CodeTooLarge)
