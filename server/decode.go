@@ -17,9 +17,13 @@ import (
 // (UTF-8), one JSON object of known fields, nothing after it. Lenient
 // decoding let typos and truncated or concatenated bodies through silently.
 
-// CodeUnsupportedMediaType is the error code of a body not sent as
-// application/json.
-const CodeUnsupportedMediaType = "unsupported_media_type"
+// Error codes of requests refused for their form rather than their content.
+const (
+	// CodeUnsupportedMediaType: a body not sent as application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeURITooLong: a request target longer than any valid one.
+	CodeURITooLong = "uri_too_long"
+)
 
 // decodeJSON reads the request body into dst, a pointer to a struct,
 // answering 415, 413 or 400 itself when it cannot; want shows the expected

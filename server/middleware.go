@@ -157,3 +157,18 @@ func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
 	// Fails only on writers that cannot set deadlines, such as test recorders.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
+
+// maxURIBytes bounds REST request targets: the longest valid one is under
+// 100 bytes, and a huge query string would otherwise be parsed in full.
+const maxURIBytes = 8 << 10
+
+// limitURI answers 414 for request targets longer than maxURIBytes.
+func (h *handler) limitURI(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.RequestURI) > maxURIBytes || len(r.URL.Path)+len(r.URL.RawQuery) > maxURIBytes {
+			h.fail(w, r, apiError{Status: http.StatusRequestURITooLong, Code: CodeURITooLong, Message: "request target longer than " + strconv.Itoa(maxURIBytes) + " bytes"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
