@@ -205,7 +205,7 @@ func jsonValue(v string) string {
 	case "object":
 		return "an object"
 	case "bool":
-		return "true or false"
+		return "a boolean"
 	case "":
 		return "this value"
 	}
