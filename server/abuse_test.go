@@ -419,7 +419,7 @@ func TestAbuseREST(t *testing.T) {
 	}
 	t.Logf("FIGURE: rest | abuse cases | %d", len(cases))
 	for _, f := range figures {
-		t.Logf("FIGURE: rest | %s | %.1f ms", f.name, f.ms)
+		t.Logf("FIGURE: rest | %s | %.2f ms", f.name, f.ms)
 	}
 }
 
