@@ -53,11 +53,20 @@ type FeedFailure struct {
 // de-duplicated and ordered, from the same feed builds GraphQL serves.
 func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	var in FeedRequest
-	if !h.decodeChannels(w, r, &in) {
+	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...], "order"?: "ranked" | "newest", "limit"?: N, "after"?: "cursor"}`) {
+		return
+	}
+	if len(in.Channels) == 0 {
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"channels" must list at least one name`})
 		return
 	}
 	req := feed.Request{Channels: in.Channels, First: h.feeds.MaxFirst(), After: in.After}
 	if in.Limit != nil {
+		// Checked here so the message names the REST field, not the feed's.
+		if *in.Limit < 0 || *in.Limit > req.First {
+			h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"limit" must be from 0 to ` + strconv.Itoa(req.First)})
+			return
+		}
 		req.First = *in.Limit
 	}
 	switch strings.ToLower(in.Order) {
@@ -66,7 +75,7 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	case "newest":
 		req.Order = feed.Newest
 	default:
-		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `order must be "ranked" or "newest"`})
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"order" must be "ranked" or "newest"`})
 		return
 	}
 	p, err := h.feeds.Feed(r.Context(), req)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -117,7 +118,56 @@ func (h *handler) limitBody(next http.Handler) http.Handler {
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+			r.Body = &trackedBody{ReadCloser: http.MaxBytesReader(w, r.Body, h.maxBody)}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// trackedBody notes whether a request body was read to its end.
+type trackedBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *trackedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+// closeIfBodyUnread ends the connection after an error answer when the
+// request's body was not read to its end. Otherwise net/http reads up to
+// 256 KiB of the body to reuse the connection, first before sending the
+// answer, then again when closing the body: a client that declares a body
+// and never sends it would hold the answer, then the connection, until the
+// read timeout. Connection: close skips the first; a read deadline now
+// ends the second. (MaxBytesReader would ask for the close itself, but
+// cannot through the logging middleware's wrapped ResponseWriter.)
+func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	if b, ok := r.Body.(*trackedBody); ok && b.eof {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// Fails only on writers that cannot set deadlines, such as test recorders.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// maxURIBytes bounds REST request targets: the longest valid one is under
+// 100 bytes, and a huge query string would otherwise be parsed in full.
+const maxURIBytes = 8 << 10
+
+// limitURI answers 414 for request targets longer than maxURIBytes.
+func (h *handler) limitURI(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.RequestURI) > maxURIBytes || len(r.URL.Path)+len(r.URL.RawQuery) > maxURIBytes {
+			h.fail(w, r, apiError{Status: http.StatusRequestURITooLong, Code: CodeURITooLong, Message: "request target longer than " + strconv.Itoa(maxURIBytes) + " bytes"})
+			return
 		}
 		next.ServeHTTP(w, r)
 	})

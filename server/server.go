@@ -7,11 +7,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,15 +106,24 @@ func New(cfg Config) http.Handler {
 
 	r := chi.NewRouter()
 	r.Use(h.logRequests, h.recoverPanics, h.limitBody, middleware.GetHead)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, r, apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such route: " + r.URL.Path})
-	})
+	r.NotFound(h.notFound)
+	// chi sends here both a known method on a route without it and any
+	// method chi does not know; neither tells the handler the allowed
+	// methods, so they are looked up again.
+	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, r, apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: r.Method + " is not allowed here"})
+		allow := allowedMethods(mux, r)
+		if len(allow) == 0 {
+			h.notFound(w, r)
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		h.fail(w, r, apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: clip(r.Method) + " is not allowed here; allowed: " + strings.Join(allow, ", ")})
 	})
 
 	r.Get("/healthz", h.healthz)
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(h.limitURI)
 		r.Get("/body/{channel}", h.body)
 		r.Get("/post/{channel}/{id}", h.post)
 		r.Get("/more/{channel}/{direction}/{position}", h.more)
@@ -124,16 +133,43 @@ func New(cfg Config) http.Handler {
 			r.Post("/feed", h.feed)
 		}
 	})
+	// Mount points take only the methods they serve, so that any other
+	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
 	if cfg.GraphQL != nil {
-		r.Handle("/graphql", cfg.GraphQL)
+		r.Get("/graphql", cfg.GraphQL.ServeHTTP)
+		r.Post("/graphql", cfg.GraphQL.ServeHTTP)
+		r.Options("/graphql", cfg.GraphQL.ServeHTTP) // CORS preflight
 	}
 	if cfg.Playground != nil {
-		r.Handle("/", cfg.Playground)
+		r.Get("/", cfg.Playground.ServeHTTP)
 		// The playground page again, and its embedded JavaScript and CSS.
-		r.Handle("/playground", cfg.Playground)
-		r.Handle("/playground/*", cfg.Playground)
+		r.Get("/playground", cfg.Playground.ServeHTTP)
+		r.Get("/playground/*", cfg.Playground.ServeHTTP)
 	}
 	return r
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.fail(w, r, apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such route: " + clip(r.URL.Path)})
+}
+
+// allowedMethods lists the methods the router serves at r's path, HEAD
+// wherever GET is (middleware.GetHead answers it).
+func allowedMethods(mux chi.Routes, r *http.Request) []string {
+	path := r.URL.RawPath // chi routes on the raw path when there is one
+	if path == "" {
+		path = r.URL.Path
+	}
+	if path == "" { // CONNECT host:port
+		path = "/"
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		if mux.Match(chi.NewRouteContext(), m, path) || m == http.MethodHead && slices.Contains(allow, http.MethodGet) {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
@@ -152,6 +188,10 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) {
 	pos := 0
 	if r.URL.RawQuery != "" {
 		if q := r.URL.Query(); q.Has("position") {
+			if len(q["position"]) > 1 {
+				h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeInvalidPosition, Message: "position must be given once"})
+				return
+			}
 			if pos, err = pages.ParsePosition(q.Get("position")); err != nil {
 				h.failErr(w, r, err)
 				return
@@ -285,7 +325,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Channels []string `json:"channels"`
 	}
-	if !h.decodeChannels(w, r, &in) {
+	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...]}`) {
 		return
 	}
 	if len(in.Channels) == 0 {
@@ -374,22 +414,6 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-// decodeChannels reads a {"channels": [...]} request body into in, answering
-// 413 or 400 itself when it cannot.
-func (h *handler) decodeChannels(w http.ResponseWriter, r *http.Request, in any) bool {
-	err := json.NewDecoder(r.Body).Decode(in)
-	if err == nil {
-		return true
-	}
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		h.fail(w, r, tooLargeError(tooLarge.Limit))
-	} else {
-		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `body must be JSON: {"channels": ["name", ...]}`})
-	}
-	return false
-}
-
 func tooLargeError(limit int64) apiError {
 	return apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge, Message: "request body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 }
@@ -398,9 +422,11 @@ func tooLargeError(limit int64) apiError {
 func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	e := classify(err)
 	noteError(r.Context(), err)
+	closeIfBodyUnread(w, r)
 	writeError(w, e, h.now())
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, e apiError) {
+	closeIfBodyUnread(w, r)
 	writeError(w, e, h.now())
 }

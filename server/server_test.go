@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
@@ -59,6 +60,9 @@ type envOptions struct {
 	requestTimeout time.Duration
 	pages          server.PageService // replaces the real page service
 	hotBytes       int64              // pages.Config.HotBytes
+	feed           bool               // serve POST /v1/feed from a real feed service
+	graphQL        http.Handler       // server.Config.GraphQL
+	playground     http.Handler       // server.Config.Playground
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -98,7 +102,19 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			Now:      e.clock.Now,
 		})
 	}
-	e.h = server.New(server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now})
+	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground}
+	if opts.feed {
+		src, ok := svc.(feed.PageSource)
+		if !ok {
+			t.Fatalf("page service %T cannot serve feeds", svc)
+		}
+		fs, err := feed.New(feed.Config{Pages: src, Keep: opts.refresh, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Feed = fs
+	}
+	e.h = server.New(cfg)
 	return e
 }
 
@@ -438,6 +454,7 @@ func TestPreviewsBadRequests(t *testing.T) {
 	// Without a Content-Length the cap is hit while reading.
 	req := httptest.NewRequest(http.MethodPost, "/v1/previews", struct{ *bytes.Reader }{bytes.NewReader(huge)})
 	req.ContentLength = -1
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, req)
 	wantError(t, rec, http.StatusRequestEntityTooLarge, server.CodeTooLarge)
