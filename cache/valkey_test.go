@@ -715,3 +715,92 @@ func hashSlot(key string) uint16 {
 	}
 	return crc % 16384
 }
+
+// A failed load is remembered in Valkey: another process answers the key
+// with the failure, without loading, until the negative TTL passes.
+func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newVKClock()
+	mod := func(c *ValkeyConfig) {
+		c.Now = clk.Now
+		c.Failures = testFailures{}
+		c.NegativeTTL = 5 * time.Second
+	}
+	a, _ := newTestValkey(t, srv, mod)
+	b, _ := newTestValkey(t, srv, mod)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{down}:body:0"
+	l := newVKLoader("back")
+	l.err = fmt.Errorf("fetch: %w", errUpstream)
+
+	if _, err := a.Get(ctx, key, l.load); !errors.Is(err, errUpstream) {
+		t.Fatalf("first Get: err = %v, want the loader's", err)
+	}
+	if _, err := srv.Do(ctx, "GET", failedKey(key)); err != nil {
+		t.Fatalf("the failure is not in Valkey: %v", err)
+	}
+	for _, v := range []*Valkey{a, b, b} {
+		var re *rememberedError
+		if _, err := v.Get(ctx, key, l.load); !errors.As(err, &re) || !errors.Is(err, errUpstream) {
+			t.Fatalf("within the negative TTL: err = %v, want the remembered failure", err)
+		}
+		if want := clk.Now().Add(5 * time.Second).Truncate(time.Millisecond); !re.until.Equal(want) {
+			t.Errorf("remembered until %v, want %v", re.until, want)
+		}
+	}
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("loads = %d, want 1", got)
+	}
+
+	clk.Advance(5 * time.Second)
+	l.err = nil
+	if e, err := b.Get(ctx, key, l.load); err != nil || string(e.Value) != "back" {
+		t.Fatalf("after the negative TTL: %q, %v", e.Value, err)
+	}
+	if _, err := srv.Do(ctx, "GET", failedKey(key)); !errors.Is(err, redistest.ErrNil) {
+		t.Errorf("the remembered failure outlived a success (err %v)", err)
+	}
+}
+
+// A failed background refresh is not retried by the stale hits that follow,
+// in any process.
+func TestValkeyFailedRefreshBacksOff(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{flaky}:body:0"
+	old, err := Encode(Entry{Value: []byte("old"), FetchedAt: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", key, string(old), "PX", "600000"); err != nil {
+		t.Fatal(err)
+	}
+	mod := func(c *ValkeyConfig) {
+		c.Failures = testFailures{}
+		c.NegativeTTL = time.Minute
+	}
+	a, _ := newTestValkey(t, srv, mod)
+	b, _ := newTestValkey(t, srv, mod)
+	l := newVKLoader("")
+	l.err = errUpstream
+
+	if e, err := a.Get(ctx, key, l.load); err != nil || string(e.Value) != "old" || !e.Stale {
+		t.Fatalf("Get = %q stale=%v, %v; want the stale copy", e.Value, e.Stale, err)
+	}
+	eventually(t, "the failed refresh to be remembered", func() bool {
+		_, err := srv.Do(ctx, "GET", failedKey(key))
+		return err == nil
+	})
+	for range 20 {
+		for _, v := range []*Valkey{a, b} {
+			if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "old" || !e.Stale {
+				t.Fatalf("Get = %q stale=%v, %v; want the stale copy", e.Value, e.Stale, err)
+			}
+		}
+	}
+	a.Close() // waits for background refreshes
+	b.Close()
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("refresh loads = %d, want 1: a failed refresh backs off", got)
+	}
+}
