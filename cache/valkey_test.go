@@ -378,7 +378,7 @@ func TestValkeyStaleOneRefreshAcrossClients(t *testing.T) {
 	}
 }
 
-func TestValkeyServerStoppedAndRestarted(t *testing.T) {
+func TestFaultValkeyKilledAndRestarted(t *testing.T) {
 	srv := redistest.Start(t)
 	v, ev := newTestValkey(t, srv, func(c *ValkeyConfig) {
 		c.BreakerCoolDown = 200 * time.Millisecond
@@ -423,6 +423,8 @@ func TestValkeyServerStoppedAndRestarted(t *testing.T) {
 			t.Errorf("key %d: %d loads during the outage, want 1", i, got)
 		}
 	}
+	t.Logf("FIGURE: valkey | killed: failed requests of %d (%d keys x %d rounds x %d concurrent) | 0", keys*rounds*concurrent, keys, rounds, concurrent)
+	t.Logf("FIGURE: valkey | killed: origin loads per key while down, %d rounds x %d concurrent | %d", rounds, concurrent, loaders[0].calls.Load())
 	if got := v.BreakerState(); got != "open" {
 		t.Errorf("breaker %q with the server down, want open", got)
 	}
@@ -452,7 +454,7 @@ func TestValkeyServerStoppedAndRestarted(t *testing.T) {
 	}
 }
 
-func TestValkeySlowServerTripsBreaker(t *testing.T) {
+func TestFaultValkeySlowedTripsBreaker(t *testing.T) {
 	srv := redistest.Start(t)
 	v, _ := newTestValkey(t, srv, func(c *ValkeyConfig) {
 		c.Timeout = 200 * time.Millisecond
@@ -471,7 +473,16 @@ func TestValkeySlowServerTripsBreaker(t *testing.T) {
 			t.Errorf("DEBUG SLEEP: %v", err)
 		}
 	}()
-	lastKey := ""
+	// Wait until it sleeps, so that every Get below meets a sleeping server
+	// (one that still answered the lease would load as its holder and keep
+	// no local copy).
+	eventually(t, "the server to fall asleep", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := srv.Do(pctx, "PING")
+		return err != nil
+	})
+	lastKey, served := "", 0
 	for i := 0; v.BreakerState() != "open"; i++ {
 		select {
 		case <-awake:
@@ -482,12 +493,14 @@ func TestValkeySlowServerTripsBreaker(t *testing.T) {
 		if e, err := v.Get(ctx, lastKey, newVKLoader("fine").load); err != nil || string(e.Value) != "fine" {
 			t.Fatalf("Get against a slow server = %q, %v", e.Value, err)
 		}
+		served++
 	}
 	select {
 	case <-awake:
 		t.Fatal("the breaker opened only after the server woke up")
 	default:
 	}
+	t.Logf("FIGURE: valkey | DEBUG SLEEP 3, 200ms timeout, 2 failures trip: requests served, none failed, before the breaker opened | %d", served)
 	// Open: the key whose timeout tripped the breaker was loaded into local
 	// memory, and is answered from there without touching the server.
 	other := newVKLoader("other")
@@ -803,4 +816,43 @@ func TestValkeyFailedRefreshBacksOff(t *testing.T) {
 	if got := l.calls.Load(); got != 1 {
 		t.Errorf("refresh loads = %d, want 1: a failed refresh backs off", got)
 	}
+}
+
+// FLUSHALL under two processes: the next requests still succeed, and the
+// page is fetched from the origin once more, by one of them.
+func TestFaultValkeyFlushed(t *testing.T) {
+	srv := redistest.Start(t)
+	a, _ := newTestValkey(t, srv, nil)
+	b, _ := newTestValkey(t, srv, nil)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{flushed}:body:0"
+	l := newVKLoader("page")
+	for _, v := range []*Valkey{a, b} {
+		if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "page" {
+			t.Fatalf("before the flush: %q, %v", e.Value, err)
+		}
+	}
+	if _, err := srv.Do(ctx, "FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	requests := 0
+	eventually(t, "the page to be back in Valkey", func() bool {
+		var wg sync.WaitGroup
+		for _, v := range []*Valkey{a, b, a, b} {
+			requests++
+			wg.Go(func() {
+				if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "page" {
+					t.Errorf("after the flush: %q, %v", e.Value, err)
+				}
+			})
+		}
+		wg.Wait()
+		_, ok := storedValue(t, srv, key)
+		return ok
+	})
+	if got := l.calls.Load(); got != 2 {
+		t.Errorf("loads = %d, want 2: one before the flush, one after it across both processes", got)
+	}
+	t.Logf("FIGURE: valkey | FLUSHALL under 2 processes: failed requests of %d | 0", requests)
+	t.Logf("FIGURE: valkey | FLUSHALL under 2 processes: origin loads to refill the page | %d", l.calls.Load()-1)
 }
