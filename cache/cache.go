@@ -53,3 +53,19 @@ type Failures interface {
 // DefaultNegativeTTL is how long a failed load is remembered when a tier's
 // NegativeTTL is 0 and Failures is set.
 const DefaultNegativeTTL = 5 * time.Second
+
+type revalidateKey struct{}
+
+// Revalidate marks ctx so that a Get under it that finds a copy past its
+// refresh point waits for the refresh, and gets the copy only if the
+// refresh fails or cannot run now, instead of getting it at once. It is for
+// loaders that build on other entries (a rendered response on its page):
+// they run in the background already, and what they build should be fresh.
+func Revalidate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, revalidateKey{}, true)
+}
+
+func revalidating(ctx context.Context) bool {
+	v, _ := ctx.Value(revalidateKey{}).(bool)
+	return v
+}

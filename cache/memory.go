@@ -226,6 +226,8 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 				}
 				// Unreachable unless memory is corrupted; reload rather than fail.
 				m.store.Invalidate(key)
+			case age < m.hardTTL && revalidating(ctx) && m.failedRecently(key) == nil:
+				// Wait for the refresh below; fill falls back on this copy.
 			case age < m.hardTTL:
 				if e, err := m.codec.Decode(b); err == nil {
 					m.stale.Add(1)

@@ -651,3 +651,32 @@ func TestNewMemoryRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// Under Revalidate a stale copy waits for its refresh, and is the answer
+// only when the refresh fails.
+func TestRevalidateWaitsForRefresh(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Failures: testFailures{}, Now: clock.Now})
+	var failing atomic.Bool
+	l := &loader{value: version, fail: func(int64) error {
+		if failing.Load() {
+			return errUpstream
+		}
+		return nil
+	}}
+	ctx := Revalidate(context.Background())
+	get(t, m, "k", l.load)
+	clock.Advance(time.Minute)
+	if e, err := m.Get(ctx, "k", l.load); err != nil || string(e.Value) != "<html>page v2</html>" || e.Stale {
+		t.Fatalf("revalidating a stale copy: {%q stale=%v} %v, want the refreshed v2", e.Value, e.Stale, err)
+	}
+	clock.Advance(time.Minute)
+	failing.Store(true)
+	if e, err := m.Get(ctx, "k", l.load); err != nil || string(e.Value) != "<html>page v2</html>" || !e.Stale {
+		t.Fatalf("revalidation failing: {%q stale=%v} %v, want the stale v2", e.Value, e.Stale, err)
+	}
+	// The failure is remembered: the copy is the answer, with no load.
+	if e, err := m.Get(ctx, "k", l.load); err != nil || !e.Stale || l.calls.Load() != 3 {
+		t.Fatalf("after a failed revalidation: {stale=%v} %v after %d loads, want the stale copy after 3", e.Stale, err, l.calls.Load())
+	}
+}

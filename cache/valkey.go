@@ -394,8 +394,14 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 			}
 		case age < v.cfg.HardTTL:
 			if e, err := v.codec.Decode(b); err == nil {
+				if revalidating(ctx) {
+					if fresh, err := v.revalidate(ctx, key, load); err == nil {
+						return fresh, nil
+					}
+				} else {
+					v.refreshInBackground(ctx, key, load)
+				}
 				v.hit(tier)
-				v.refreshInBackground(ctx, key, load)
 				e.Stale = true
 				return e, nil
 			}
@@ -682,6 +688,29 @@ func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loade
 		cancel()
 		v.refreshing.Delete(key)
 	}
+}
+
+// errLeaseHeld: another process is refreshing the key.
+var errLeaseHeld = errors.New("cache: lease held elsewhere")
+
+// revalidate refreshes a stale key while the caller waits, if no process is
+// refreshing it and no refresh failed moments ago; see Revalidate.
+func (v *Valkey) revalidate(ctx context.Context, key string, load Loader) (Entry, error) {
+	r, err, _ := v.loads.Do("revalidate:"+key, func() (any, error) {
+		if err := v.failedRecently(ctx, key, true); err != nil {
+			return Entry{}, err
+		}
+		lease, token := leaseKey(key), newToken()
+		won, err := v.acquire(ctx, lease, token)
+		if err != nil {
+			return Entry{}, err
+		}
+		if !won {
+			return Entry{}, errLeaseHeld
+		}
+		return v.loadAsHolder(ctx, key, lease, token, load)
+	})
+	return r.(Entry), err
 }
 
 // spawn runs fn on a goroutine that Close waits for; false after Close.

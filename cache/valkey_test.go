@@ -856,3 +856,25 @@ func TestFaultValkeyFlushed(t *testing.T) {
 	t.Logf("FIGURE: valkey | FLUSHALL under 2 processes: failed requests of %d | 0", requests)
 	t.Logf("FIGURE: valkey | FLUSHALL under 2 processes: origin loads to refill the page | %d", l.calls.Load()-1)
 }
+
+// Under Revalidate a stale copy waits for its refresh.
+func TestValkeyRevalidateWaitsForRefresh(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{reval}:body:0"
+	old, err := Encode(Entry{Value: []byte("old"), FetchedAt: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", key, string(old), "PX", "600000"); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := newTestValkey(t, srv, nil)
+	l := newVKLoader("new")
+	if e, err := v.Get(Revalidate(ctx), key, l.load); err != nil || string(e.Value) != "new" || e.Stale {
+		t.Fatalf("revalidating: {%q stale=%v} %v, want the refreshed copy", e.Value, e.Stale, err)
+	}
+	if e, ok := storedValue(t, srv, key); !ok || string(e.Value) != "new" {
+		t.Errorf("the refresh is not in Valkey: %q", e.Value)
+	}
+}

@@ -136,7 +136,7 @@ func TestBreakerSendsTrafficToFallback(t *testing.T) {
 	fallback := newUpstream(t, body("from fallback"))
 	c := newClient(t, Config{
 		BaseURL: primary.URL, FallbackURL: fallback.URL, MaxRetries: -1,
-		FallbackAfter: 100, // only the breaker diverts here
+		FallbackAfter:   100, // only the breaker diverts here
 		BreakerFailures: 2, BreakerCoolDown: time.Hour,
 	})
 	ctx := context.Background()
