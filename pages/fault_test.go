@@ -376,7 +376,7 @@ func TestFaultFailingOriginIsNotHammered(t *testing.T) {
 					t.Errorf("%d %s for %d requests in %v, want at most %d", sent, unit, failed, elapsed.Round(time.Millisecond), most)
 				}
 				perKeyPeriod := float64(sent) / keys / float64(periods)
-				t.Logf("FIGURE: origin | %s, %s, %d clients x %v over %d cold pages, %d requests | %d", unit, what, clients, duration, keys, failed, sent)
+				t.Logf("FIGURE: origin | %s, %s, %s, %d clients x %v over %d cold pages (%d requests answered) | %d", unit, what, tierName(valkey), clients, duration, keys, failed, sent)
 				t.Logf("FIGURE: origin | %s per page per breaker cool-down (%v), %s, %s | %.2f", unit, coolDown, what, tierName(valkey), perKeyPeriod)
 			})
 		})
