@@ -11,7 +11,7 @@ import (
 type Entry struct {
 	Value     []byte    // the uncompressed payload
 	FetchedAt time.Time // when the origin served the bytes it derives from
-	Stale     bool      // past its refresh point: served because a reload failed or is running
+	Stale     bool      // past its refresh point: served while a refresh runs, or after one failed
 }
 
 // Loader produces the value for a key on a miss. A zero FetchedAt means now.
@@ -21,9 +21,13 @@ type Loader func(ctx context.Context) (Entry, error)
 type Cache interface {
 	// Get returns the entry for key, calling load when the key is missing or
 	// past its refresh point. Concurrent misses for one key share one load.
-	// When a reload fails but a stale copy is still held, the stale copy is
-	// returned with Stale set and a nil error; with no copy, the load's error
-	// is returned as is, so callers can errors.Is it.
+	// A copy past its refresh point (but within its hard TTL) is returned at
+	// once with Stale set while one refresh runs in the background
+	// (stale-while-revalidate); a failed refresh keeps the copy
+	// (stale-if-error). With no copy, the load's error is returned as is, so
+	// callers can errors.Is it. A tier with Failures set remembers a failed
+	// load for a moment and answers the key with Failures.Error meanwhile,
+	// without loading.
 	//
 	// A load is shared, so it runs detached from any one caller's ctx (with a
 	// bound of its own); each caller returns when its own ctx is done. The
@@ -32,4 +36,36 @@ type Cache interface {
 	Get(ctx context.Context, key string, load Loader) (Entry, error)
 	// Close releases the tier's resources.
 	Close() error
+}
+
+// Failures lets a tier remember failed loads for a moment (negative
+// caching), so that a failing origin is not asked for the same key by every
+// request, nor a stale copy refreshed by every hit. *origin.Failures is one.
+type Failures interface {
+	// Code names err's kind briefly (it is stored, in Valkey too); ok is
+	// false for errors not to remember, e.g. definitive answers or the
+	// caller giving up.
+	Code(err error) (code string, ok bool)
+	// Error rebuilds a remembered failure, not worth retrying before until.
+	Error(code string, until time.Time) error
+}
+
+// DefaultNegativeTTL is how long a failed load is remembered when a tier's
+// NegativeTTL is 0 and Failures is set.
+const DefaultNegativeTTL = 5 * time.Second
+
+type revalidateKey struct{}
+
+// Revalidate marks ctx so that a Get under it that finds a copy past its
+// refresh point waits for the refresh, and gets the copy only if the
+// refresh fails or cannot run now, instead of getting it at once. It is for
+// loaders that build on other entries (a rendered response on its page):
+// they run in the background already, and what they build should be fresh.
+func Revalidate(ctx context.Context) context.Context {
+	return context.WithValue(ctx, revalidateKey{}, true)
+}
+
+func revalidating(ctx context.Context) bool {
+	v, _ := ctx.Value(revalidateKey{}).(bool)
+	return v
 }

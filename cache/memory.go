@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -71,6 +72,13 @@ type MemoryConfig struct {
 	HardTTL time.Duration
 	// LoadTimeout bounds one shared load. 0 means DefaultLoadTimeout.
 	LoadTimeout time.Duration
+	// Failures, when set, turns on negative caching: a failed load that
+	// Failures.Code accepts is remembered for NegativeTTL (0 means
+	// DefaultNegativeTTL). Meanwhile a Get of that key with no copy fails at
+	// once with Failures.Error, and a stale copy is served without another
+	// refresh. Nothing is remembered when Refresh is 0.
+	Failures    Failures
+	NegativeTTL time.Duration
 	// Now is the clock; nil means time.Now. For tests.
 	Now func() time.Time
 }
@@ -78,9 +86,10 @@ type MemoryConfig struct {
 // MemoryStats is a snapshot of the embedded tier's counters.
 type MemoryStats struct {
 	Hits        uint64 // Gets answered from a fresh copy without waiting for a load
-	Misses      uint64 // Gets that found no fresh copy and waited for a load
-	StaleServed uint64 // Gets answered with a stale copy because the reload failed
-	Loads       uint64 // calls of a Loader (Misses minus those coalesced or found fresh on re-check)
+	Misses      uint64 // Gets that found no usable copy and waited for a load
+	StaleServed uint64 // Gets answered at once with a copy past its refresh point
+	FailedFast  uint64 // Gets answered with a remembered failure, without a load
+	Loads       uint64 // calls of a Loader: misses not coalesced, and background refreshes
 	LoadErrors  uint64 // Loader calls that returned an error
 	Bytes       uint64 // accounted bytes held, at most MaxBytes once eviction catches up
 	Entries     int    // entries held
@@ -89,27 +98,46 @@ type MemoryStats struct {
 // Memory is the embedded cache tier: zstd-compressed entries in an otter
 // cache bounded by accounted bytes, one load per key at a time.
 //
-// An entry younger than Refresh is served as is. An older one is reloaded
-// while the caller waits; if the reload fails, the old copy is served with
-// Stale set until it reaches HardTTL.
+// An entry younger than Refresh is served as is. An older one, up to
+// HardTTL, is served at once with Stale set while one refresh per key runs
+// in the background; a failed refresh leaves the old copy in place.
 type Memory struct {
-	store       *otter.Cache[string, []byte] // encoded entries; nil when Refresh is 0
+	store       *otter.Cache[string, []byte]  // encoded entries; nil when Refresh is 0
+	failed      *otter.Cache[string, failure] // remembered failures; nil without negative caching
+	failures    Failures
 	group       singleflight.Group
+	refreshing  sync.Map // key → struct{}: background refreshes running
 	codec       *Codec
 	refresh     time.Duration
 	hardTTL     time.Duration
+	negativeTTL time.Duration
 	loadTimeout time.Duration
 	now         func() time.Time
-	closed      atomic.Bool
 
-	hits, misses, stale, loads, loadErrors atomic.Uint64
+	base   context.Context // cancelled by Close: ends background refreshes
+	cancel context.CancelFunc
+	mu     sync.Mutex // orders spawn against Close
+	bg     sync.WaitGroup
+	closed atomic.Bool
+
+	hits, misses, stale, failedFast, loads, loadErrors atomic.Uint64
 }
+
+// failure is a remembered failed load.
+type failure struct {
+	code  string
+	until time.Time
+}
+
+// maxFailures bounds the remembered failures: a few hundred bytes each, and
+// each lives NegativeTTL at most, so this is for floods of distinct keys.
+const maxFailures = 4096
 
 var _ Cache = (*Memory)(nil)
 
 // NewMemory returns an embedded cache configured by cfg.
 func NewMemory(cfg MemoryConfig) (*Memory, error) {
-	if cfg.MaxBytes < 0 || cfg.Refresh < 0 || cfg.HardTTL < 0 || cfg.LoadTimeout < 0 {
+	if cfg.MaxBytes < 0 || cfg.Refresh < 0 || cfg.HardTTL < 0 || cfg.LoadTimeout < 0 || cfg.NegativeTTL < 0 {
 		return nil, fmt.Errorf("cache: negative MemoryConfig value: %+v", cfg)
 	}
 	if cfg.MaxBytes == 0 {
@@ -124,6 +152,9 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if cfg.LoadTimeout == 0 {
 		cfg.LoadTimeout = DefaultLoadTimeout
 	}
+	if cfg.NegativeTTL == 0 {
+		cfg.NegativeTTL = DefaultNegativeTTL
+	}
 	customClock := cfg.Now != nil
 	if !customClock {
 		cfg.Now = time.Now
@@ -137,8 +168,11 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		refresh:     cfg.Refresh,
 		hardTTL:     cfg.HardTTL,
 		loadTimeout: cfg.LoadTimeout,
+		negativeTTL: cfg.NegativeTTL,
+		failures:    cfg.Failures,
 		now:         cfg.Now,
 	}
+	m.base, m.cancel = context.WithCancel(context.Background())
 	if cfg.Refresh == 0 {
 		return m, nil
 	}
@@ -154,6 +188,18 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	m.store, err = otter.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("cache: otter: %w", err)
+	}
+	if cfg.Failures != nil {
+		fopts := &otter.Options[string, failure]{
+			MaximumSize:      maxFailures,
+			ExpiryCalculator: otter.ExpiryWriting[string, failure](cfg.NegativeTTL),
+		}
+		if customClock {
+			fopts.Clock = nowClock(cfg.Now)
+		}
+		if m.failed, err = otter.New(fopts); err != nil {
+			return nil, fmt.Errorf("cache: otter: %w", err)
+		}
 	}
 	return m, nil
 }
@@ -171,14 +217,31 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 		return Entry{}, ErrClosed
 	}
 	if m.store != nil {
-		if b, ok := m.store.GetIfPresent(key); ok && m.age(b) < m.refresh {
-			if e, err := m.codec.Decode(b); err == nil {
-				m.hits.Add(1)
-				return e, nil
+		if b, ok := m.store.GetIfPresent(key); ok {
+			switch age := m.age(b); {
+			case age < m.refresh:
+				if e, err := m.codec.Decode(b); err == nil {
+					m.hits.Add(1)
+					return e, nil
+				}
+				// Unreachable unless memory is corrupted; reload rather than fail.
+				m.store.Invalidate(key)
+			case age < m.hardTTL && revalidating(ctx) && m.failedRecently(key) == nil:
+				// Wait for the refresh below; fill falls back on this copy.
+			case age < m.hardTTL:
+				if e, err := m.codec.Decode(b); err == nil {
+					m.stale.Add(1)
+					m.refreshInBackground(ctx, key, load)
+					e.Stale = true
+					return e, nil
+				}
+				m.store.Invalidate(key)
 			}
-			// Unreachable unless memory is corrupted; reload rather than fail.
-			m.store.Invalidate(key)
 		}
+	}
+	if err := m.failedRecently(key); err != nil {
+		m.failedFast.Add(1)
+		return Entry{}, err
 	}
 	m.misses.Add(1)
 	if err := ctx.Err(); err != nil {
@@ -194,13 +257,61 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 		if r.Err != nil {
 			return Entry{}, r.Err
 		}
-		e := r.Val.(Entry)
-		if e.Stale {
-			m.stale.Add(1)
-		}
-		return e, nil
+		return r.Val.(Entry), nil
 	case <-ctx.Done():
 		return Entry{}, fmt.Errorf("cache: get %q: %w", key, ctx.Err())
+	}
+}
+
+// refreshInBackground reloads a stale key unless a reload of it is running
+// or failed moments ago; nobody waits for it.
+func (m *Memory) refreshInBackground(ctx context.Context, key string, load Loader) {
+	if m.failedRecently(key) != nil {
+		return // back off: the stale copy is served until the failure is forgotten
+	}
+	if _, running := m.refreshing.LoadOrStore(key, struct{}{}); running {
+		return
+	}
+	started := m.spawn(func() {
+		defer m.refreshing.Delete(key)
+		// Through the group, so a cold Get of the key joins this load.
+		_, _, _ = m.group.Do(key, func() (any, error) { return m.fill(ctx, key, load) })
+	})
+	if !started {
+		m.refreshing.Delete(key)
+	}
+}
+
+// spawn runs fn on a goroutine that Close waits for; false after Close.
+func (m *Memory) spawn(fn func()) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed.Load() {
+		return false
+	}
+	m.bg.Go(fn)
+	return true
+}
+
+// failedRecently returns the remembered failure of key, or nil.
+func (m *Memory) failedRecently(key string) error {
+	if m.failed == nil {
+		return nil
+	}
+	f, ok := m.failed.GetIfPresent(key)
+	if !ok || !m.now().Before(f.until) {
+		return nil
+	}
+	return m.failures.Error(f.code, f.until)
+}
+
+// remember notes a failed load of key, if it is a failure worth remembering.
+func (m *Memory) remember(key string, err error) {
+	if m.failed == nil {
+		return
+	}
+	if code, ok := m.failures.Code(err); ok {
+		m.failed.Set(key, failure{code: code, until: m.now().Add(m.negativeTTL)})
 	}
 }
 
@@ -225,13 +336,15 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 
 	// Detached from the first caller: the load serves everyone who joined,
 	// and its result is worth storing even if they all gave up. The timeout
-	// keeps an unwatched load from running forever.
+	// keeps an unwatched load from running forever; Close ends it too.
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.loadTimeout)
 	defer cancel()
+	defer context.AfterFunc(m.base, cancel)()
 	m.loads.Add(1)
 	e, err := callLoader(lctx, key, load)
 	if err != nil {
 		m.loadErrors.Add(1)
+		m.remember(key, err)
 		if prev != nil {
 			if old, derr := m.codec.Decode(prev); derr == nil {
 				old.Stale = true
@@ -249,6 +362,9 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 		if b, err := m.codec.Encode(e); err == nil && m.now().Sub(e.FetchedAt) < m.hardTTL {
 			m.store.Set(key, b)
 		}
+	}
+	if m.failed != nil {
+		m.failed.Invalidate(key)
 	}
 	return e, nil
 }
@@ -275,6 +391,7 @@ func (m *Memory) Stats() MemoryStats {
 		Hits:        m.hits.Load(),
 		Misses:      m.misses.Load(),
 		StaleServed: m.stale.Load(),
+		FailedFast:  m.failedFast.Load(),
 		Loads:       m.loads.Load(),
 		LoadErrors:  m.loadErrors.Load(),
 	}
@@ -285,15 +402,25 @@ func (m *Memory) Stats() MemoryStats {
 	return s
 }
 
-// Close drops every entry and stops the store's background goroutine. Gets
-// after Close return ErrClosed; loads already running finish on their own.
+// Close ends background refreshes, drops every entry and stops the store's
+// background goroutine. Gets after Close return ErrClosed; loads with
+// callers waiting see their context end.
 func (m *Memory) Close() error {
-	if m.closed.Swap(true) {
+	m.mu.Lock()
+	already := m.closed.Swap(true)
+	m.mu.Unlock()
+	if already {
 		return nil
 	}
+	m.cancel()
+	m.bg.Wait()
 	if m.store != nil {
 		m.store.StopAllGoroutines()
 		m.store.InvalidateAll()
+	}
+	if m.failed != nil {
+		m.failed.StopAllGoroutines()
+		m.failed.InvalidateAll()
 	}
 	return nil
 }

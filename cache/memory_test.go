@@ -124,81 +124,238 @@ func TestGetHitValueIsPrivate(t *testing.T) {
 	}
 }
 
-func TestGetReloadsPastRefresh(t *testing.T) {
-	clock := newFakeClock()
-	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
-	l := &loader{value: version}
+// Past the refresh point the copy is served at once, marked stale, while
+// one refresh runs in the background.
+func TestGetServesStaleWhileRefreshing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := newFakeClock()
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+		l := &loader{value: version}
 
-	get(t, m, "k", l.load)
-	clock.Advance(10 * time.Second)
-	e := get(t, m, "k", l.load)
+		fetched := get(t, m, "k", l.load).FetchedAt
+		clock.Advance(10 * time.Second)
+		if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v1</html>" || !e.Stale || !e.FetchedAt.Equal(fetched) {
+			t.Errorf("past the refresh point: {%q %v stale=%v}, want v1 from %v marked stale", e.Value, e.FetchedAt, e.Stale, fetched)
+		}
+		synctest.Wait() // the background refresh finishes
+		if got := l.calls.Load(); got != 2 {
+			t.Errorf("loader called %d times, want 2", got)
+		}
+		e := get(t, m, "k", l.load)
+		if string(e.Value) != "<html>page v2</html>" || e.Stale || !e.FetchedAt.Equal(clock.Now()) {
+			t.Errorf("after refresh: {%q %v stale=%v}, want the reloaded v2 fetched now", e.Value, e.FetchedAt, e.Stale)
+		}
+		if got := l.calls.Load(); got != 2 {
+			t.Errorf("reloaded copy not stored: %d loads", got)
+		}
+	})
+}
 
-	if got := l.calls.Load(); got != 2 {
-		t.Errorf("loader called %d times, want 2", got)
-	}
-	if string(e.Value) != "<html>page v2</html>" || e.Stale || !e.FetchedAt.Equal(clock.Now()) {
-		t.Errorf("after refresh: {%q %v stale=%v}, want the reloaded v2 fetched now", e.Value, e.FetchedAt, e.Stale)
-	}
-	if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v2</html>" || l.calls.Load() != 2 {
-		t.Errorf("reloaded copy not stored: got %q after %d loads", e.Value, l.calls.Load())
-	}
+// However many requests find the copy stale, one refresh runs, and none of
+// them waits for it.
+func TestStaleRequestsDoNotWaitForHungRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := newFakeClock()
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+		var calls atomic.Int64
+		started := make(chan struct{}, 1)
+		load := func(ctx context.Context) (Entry, error) {
+			if calls.Add(1) == 1 {
+				return Entry{Value: []byte("v1")}, nil
+			}
+			started <- struct{}{}
+			<-ctx.Done() // an origin that never answers
+			return Entry{}, ctx.Err()
+		}
+		get(t, m, "k", load)
+		clock.Advance(time.Minute)
+		get(t, m, "k", load)
+		<-started // the refresh is now blocked in the origin
+		for range 100 {
+			if e := get(t, m, "k", load); string(e.Value) != "v1" || !e.Stale {
+				t.Fatalf("with the refresh hung: {%q stale=%v}, want the stale copy", e.Value, e.Stale)
+			}
+		}
+		if got := calls.Load(); got != 2 {
+			t.Errorf("loader called %d times, want 2: one refresh however many stale hits", got)
+		}
+		if s := m.Stats(); s.StaleServed != 101 {
+			t.Errorf("stale served %d, want 101", s.StaleServed)
+		}
+		m.Close() // ends the hung refresh
+	})
 }
 
 func TestGetAgeCountsFromLoaderFetchedAt(t *testing.T) {
-	clock := newFakeClock()
-	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
-	var calls int
-	load := func(context.Context) (Entry, error) {
-		calls++
-		// e.g. a copy another tier fetched 7 s ago
-		return Entry{Value: []byte("v"), FetchedAt: clock.Now().Add(-7 * time.Second)}, nil
-	}
-	e := get(t, m, "k", load)
-	if !e.FetchedAt.Equal(clock.Now().Add(-7 * time.Second)) {
-		t.Errorf("FetchedAt = %v, want the loader's", e.FetchedAt)
-	}
-	clock.Advance(2 * time.Second)
-	get(t, m, "k", load)
-	clock.Advance(time.Second)
-	get(t, m, "k", load)
-	if calls != 2 {
-		t.Errorf("loader called %d times, want 2: the copy turns stale 10 s after the loader's FetchedAt", calls)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		clock := newFakeClock()
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+		var calls atomic.Int64
+		load := func(context.Context) (Entry, error) {
+			calls.Add(1)
+			// e.g. a copy another tier fetched 7 s ago
+			return Entry{Value: []byte("v"), FetchedAt: clock.Now().Add(-7 * time.Second)}, nil
+		}
+		e := get(t, m, "k", load)
+		if !e.FetchedAt.Equal(clock.Now().Add(-7 * time.Second)) {
+			t.Errorf("FetchedAt = %v, want the loader's", e.FetchedAt)
+		}
+		clock.Advance(2 * time.Second)
+		get(t, m, "k", load)
+		synctest.Wait()
+		if got := calls.Load(); got != 1 {
+			t.Errorf("loader called %d times at age 9s, want 1", got)
+		}
+		clock.Advance(time.Second)
+		get(t, m, "k", load)
+		synctest.Wait()
+		if got := calls.Load(); got != 2 {
+			t.Errorf("loader called %d times, want 2: the copy turns stale 10 s after the loader's FetchedAt", got)
+		}
+	})
 }
 
 func TestGetServesStaleCopyWhenReloadFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := newFakeClock()
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, HardTTL: time.Minute, Now: clock.Now})
+		var failing atomic.Bool
+		failing.Store(true)
+		l := &loader{value: version, fail: func(n int64) error {
+			if n > 1 && failing.Load() {
+				return errUpstream
+			}
+			return nil
+		}}
+
+		fetched := get(t, m, "k", l.load).FetchedAt
+		clock.Advance(30 * time.Second)
+		for range 2 {
+			e, err := m.Get(context.Background(), "k", l.load)
+			if err != nil {
+				t.Fatalf("with a copy held: err = %v, want the stale copy", err)
+			}
+			if string(e.Value) != "<html>page v1</html>" || !e.Stale || !e.FetchedAt.Equal(fetched) {
+				t.Errorf("got {%q %v stale=%v}, want v1 from %v marked stale", e.Value, e.FetchedAt, e.Stale, fetched)
+			}
+			synctest.Wait()
+		}
+		// Without negative caching each stale hit after a failure tries again.
+		if got := l.calls.Load(); got != 3 {
+			t.Errorf("loader called %d times, want 3", got)
+		}
+		failing.Store(false)
+		get(t, m, "k", l.load) // still stale; this refresh succeeds
+		synctest.Wait()
+		if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v4</html>" || e.Stale {
+			t.Errorf("after the origin recovered: {%q stale=%v}, want fresh v4", e.Value, e.Stale)
+		}
+		if s := m.Stats(); s.StaleServed != 3 || s.LoadErrors != 2 || s.Loads != 4 {
+			t.Errorf("stats = %+v, want 3 stale served, 2 load errors, 4 loads", s)
+		}
+	})
+}
+
+// testFailures remembers errUpstream as "upstream".
+type testFailures struct{}
+
+func (testFailures) Code(err error) (string, bool) {
+	if errors.Is(err, errUpstream) {
+		return "upstream", true
+	}
+	return "", false
+}
+
+func (testFailures) Error(code string, until time.Time) error {
+	return &rememberedError{code: code, until: until}
+}
+
+type rememberedError struct {
+	code  string
+	until time.Time
+}
+
+func (e *rememberedError) Error() string { return "remembered " + e.code }
+func (e *rememberedError) Unwrap() error { return errUpstream }
+
+func TestFailedLoadIsRememberedBriefly(t *testing.T) {
 	clock := newFakeClock()
-	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, HardTTL: time.Minute, Now: clock.Now})
-	failing := true
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Failures: testFailures{}, NegativeTTL: 5 * time.Second, Now: clock.Now})
 	l := &loader{value: version, fail: func(n int64) error {
-		if n > 1 && failing {
+		if n == 1 {
 			return errUpstream
 		}
 		return nil
 	}}
-
-	fetched := get(t, m, "k", l.load).FetchedAt
-	clock.Advance(30 * time.Second)
-	e, err := m.Get(context.Background(), "k", l.load)
-	if err != nil {
-		t.Fatalf("reload failed with a copy held: err = %v, want the stale copy", err)
+	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errUpstream) {
+		t.Fatalf("err = %v, want the loader's", err)
 	}
-	if string(e.Value) != "<html>page v1</html>" || !e.Stale || !e.FetchedAt.Equal(fetched) {
-		t.Errorf("got {%q %v stale=%v}, want v1 from %v marked stale", e.Value, e.FetchedAt, e.Stale, fetched)
+	var re *rememberedError
+	for range 10 {
+		_, err := m.Get(context.Background(), "k", l.load)
+		if !errors.As(err, &re) || !errors.Is(err, errUpstream) || !re.until.Equal(clock.Now().Add(5*time.Second)) {
+			t.Fatalf("within the negative TTL: err = %v, want the remembered failure until +5s", err)
+		}
 	}
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("loader called %d times within the negative TTL, want 1", got)
+	}
+	if _, err := m.Get(context.Background(), "other", l.load); err != nil {
+		t.Errorf("another key: %v; failures are per key", err)
+	}
+	clock.Advance(5 * time.Second)
+	if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v3</html>" {
+		t.Errorf("after the negative TTL: %q, want a fresh load", e.Value)
+	}
+	if s := m.Stats(); s.FailedFast != 10 {
+		t.Errorf("failed fast %d times, want 10", s.FailedFast)
+	}
+}
 
-	// Each later Get tries again rather than settling for the stale copy.
-	get(t, m, "k", l.load)
+func TestOnlyFailuresAreRemembered(t *testing.T) {
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Failures: testFailures{}})
+	errGone := errors.New("not found")
+	l := &loader{value: version, fail: func(int64) error { return errGone }}
+	for range 3 {
+		if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errGone) {
+			t.Fatalf("err = %v", err)
+		}
+	}
 	if got := l.calls.Load(); got != 3 {
-		t.Errorf("loader called %d times, want 3", got)
+		t.Errorf("loader called %d times, want 3: an answer is not a failure to remember", got)
 	}
-	failing = false
-	if e := get(t, m, "k", l.load); string(e.Value) != "<html>page v4</html>" || e.Stale {
-		t.Errorf("after the origin recovered: {%q stale=%v}, want fresh v4", e.Value, e.Stale)
-	}
-	if s := m.Stats(); s.StaleServed != 2 || s.LoadErrors != 2 || s.Loads != 4 {
-		t.Errorf("stats = %+v, want 2 stale served, 2 load errors, 4 loads", s)
-	}
+}
+
+// A failed refresh is not retried by every stale hit: the stale copy is
+// served until the failure is forgotten, then one refresh runs.
+func TestFailedRefreshBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clock := newFakeClock()
+		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Failures: testFailures{}, NegativeTTL: 5 * time.Second, Now: clock.Now})
+		l := &loader{value: version, fail: func(n int64) error {
+			if n > 1 {
+				return errUpstream
+			}
+			return nil
+		}}
+		get(t, m, "k", l.load)
+		clock.Advance(time.Minute)
+		for range 50 {
+			if e := get(t, m, "k", l.load); !e.Stale {
+				t.Fatal("want the stale copy")
+			}
+			synctest.Wait()
+		}
+		if got := l.calls.Load(); got != 2 {
+			t.Errorf("loader called %d times, want 2: one failed refresh, then back off", got)
+		}
+		clock.Advance(5 * time.Second)
+		get(t, m, "k", l.load)
+		synctest.Wait()
+		if got := l.calls.Load(); got != 3 {
+			t.Errorf("loader called %d times after the negative TTL, want 3", got)
+		}
+	})
 }
 
 func TestGetWithoutCopyReturnsLoaderError(t *testing.T) {
@@ -492,5 +649,34 @@ func TestNewMemoryRejectsBadConfig(t *testing.T) {
 		if _, err := NewMemory(cfg); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// Under Revalidate a stale copy waits for its refresh, and is the answer
+// only when the refresh fails.
+func TestRevalidateWaitsForRefresh(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Failures: testFailures{}, Now: clock.Now})
+	var failing atomic.Bool
+	l := &loader{value: version, fail: func(int64) error {
+		if failing.Load() {
+			return errUpstream
+		}
+		return nil
+	}}
+	ctx := Revalidate(context.Background())
+	get(t, m, "k", l.load)
+	clock.Advance(time.Minute)
+	if e, err := m.Get(ctx, "k", l.load); err != nil || string(e.Value) != "<html>page v2</html>" || e.Stale {
+		t.Fatalf("revalidating a stale copy: {%q stale=%v} %v, want the refreshed v2", e.Value, e.Stale, err)
+	}
+	clock.Advance(time.Minute)
+	failing.Store(true)
+	if e, err := m.Get(ctx, "k", l.load); err != nil || string(e.Value) != "<html>page v2</html>" || !e.Stale {
+		t.Fatalf("revalidation failing: {%q stale=%v} %v, want the stale v2", e.Value, e.Stale, err)
+	}
+	// The failure is remembered: the copy is the answer, with no load.
+	if e, err := m.Get(ctx, "k", l.load); err != nil || !e.Stale || l.calls.Load() != 3 {
+		t.Fatalf("after a failed revalidation: {stale=%v} %v after %d loads, want the stale copy after 3", e.Stale, err, l.calls.Load())
 	}
 }

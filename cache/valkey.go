@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,13 @@ type ValkeyConfig struct {
 	// Connections is the number of TCP connections per Valkey node (a power
 	// of two, at most 256): commands are pipelined over them.
 	Connections int
+	// Failures, when set, turns on negative caching, shared by every
+	// process: a failed load that Failures.Code accepts is stored in Valkey
+	// for NegativeTTL (0 means DefaultNegativeTTL) beside its key. Meanwhile
+	// a cold Get of the key fails at once with Failures.Error and a stale
+	// copy is served without another refresh, in every process.
+	Failures    Failures
+	NegativeTTL time.Duration
 	Hooks       ValkeyHooks
 	Logger      *slog.Logger // nil means slog.Default()
 	Now         func() time.Time
@@ -181,6 +189,8 @@ func NewValkey(ctx context.Context, cfg ValkeyConfig) (*Valkey, error) {
 		Refresh:     cfg.Refresh,
 		HardTTL:     cfg.HardTTL,
 		LoadTimeout: cfg.LoadTimeout,
+		Failures:    cfg.Failures,
+		NegativeTTL: cfg.NegativeTTL,
 		Now:         cfg.Now,
 	})
 	if err != nil {
@@ -249,7 +259,7 @@ func (cfg *ValkeyConfig) fill() error {
 		return errors.New("cache: ValkeyConfig.URL is empty")
 	}
 	for _, d := range []time.Duration{cfg.Refresh, cfg.HardTTL, cfg.LocalTTL, cfg.Timeout, cfg.BreakerCoolDown,
-		cfg.LeaseTTL, cfg.LeaseWait, cfg.PollInterval, cfg.LoadTimeout} {
+		cfg.LeaseTTL, cfg.LeaseWait, cfg.PollInterval, cfg.LoadTimeout, cfg.NegativeTTL} {
 		if d < 0 {
 			return fmt.Errorf("cache: negative duration in ValkeyConfig: %v", d)
 		}
@@ -276,6 +286,7 @@ func (cfg *ValkeyConfig) fill() error {
 	setDefault(&cfg.LeaseWait, DefaultLeaseWait)
 	setDefault(&cfg.PollInterval, DefaultPollInterval)
 	setDefault(&cfg.LoadTimeout, DefaultLoadTimeout)
+	setDefault(&cfg.NegativeTTL, DefaultNegativeTTL)
 	if cfg.LocalMaxBytes == 0 {
 		cfg.LocalMaxBytes = DefaultMaxBytes
 	}
@@ -383,8 +394,14 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 			}
 		case age < v.cfg.HardTTL:
 			if e, err := v.codec.Decode(b); err == nil {
+				if revalidating(ctx) {
+					if fresh, err := v.revalidate(ctx, key, load); err == nil {
+						return fresh, nil
+					}
+				} else {
+					v.refreshInBackground(ctx, key, load)
+				}
 				v.hit(tier)
-				v.refreshInBackground(ctx, key, load)
 				e.Stale = true
 				return e, nil
 			}
@@ -425,6 +442,9 @@ func (v *Valkey) loadContext(ctx context.Context) (context.Context, context.Canc
 // coldLoad fetches a key no process holds: with the lease, from the origin;
 // without it, by waiting for the holder's write.
 func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, error) {
+	if err := v.failedRecently(ctx, key, true); err != nil {
+		return Entry{}, err
+	}
 	lease, token := leaseKey(key), newToken()
 	waitUntil := time.Now().Add(v.cfg.LeaseWait)
 	poll := 10 * time.Millisecond
@@ -528,11 +548,16 @@ func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, loa
 			return e, nil
 		}
 	}
+	// Or failed to: the previous holder's failure stands for everyone.
+	if err := v.failedRecently(ctx, key, false); err != nil {
+		return Entry{}, err
+	}
 	v.leaseOutcome(LeaseWon)
 	stop := v.keepLease(ctx, lease, token)
 	e, err := v.callLoad(ctx, key, load)
 	stop()
 	if err != nil {
+		v.remember(ctx, key, err)
 		return Entry{}, err
 	}
 	v.write(ctx, key, e)
@@ -543,10 +568,71 @@ func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, loa
 func (v *Valkey) loadHere(ctx context.Context, key string, load Loader) (Entry, error) {
 	e, err := v.callLoad(ctx, key, load)
 	if err != nil {
+		v.remember(ctx, key, err)
 		return Entry{}, err
 	}
 	v.write(ctx, key, e)
 	return e, nil
+}
+
+// failedRecently returns the failure any process remembered for key, or
+// nil: also when Valkey cannot say, since the lease still guards the load.
+// cached lets the answer come from L1, which the remembering write
+// invalidates.
+func (v *Valkey) failedRecently(ctx context.Context, key string, cached bool) error {
+	if v.cfg.Failures == nil {
+		return nil
+	}
+	var s string
+	err := v.do(ctx, func(ctx context.Context, c valkey.Client) error {
+		var r valkey.ValkeyResult
+		if cached {
+			r = c.DoCache(ctx, c.B().Get().Key(failedKey(key)).Cache(), v.cfg.LocalTTL)
+		} else {
+			r = c.Do(ctx, c.B().Get().Key(failedKey(key)).Build())
+		}
+		var err error
+		s, err = r.ToString()
+		if valkey.IsValkeyNil(err) {
+			s = ""
+			return nil
+		}
+		return err
+	})
+	if err != nil || s == "" {
+		return nil
+	}
+	code, ms, ok := strings.Cut(s, " ")
+	n, perr := strconv.ParseInt(ms, 10, 64)
+	if !ok || perr != nil {
+		return nil
+	}
+	until := time.UnixMilli(n)
+	if !v.now().Before(until) {
+		return nil
+	}
+	return v.cfg.Failures.Error(code, until)
+}
+
+// remember stores a failed load of key for NegativeTTL, as "code until-ms",
+// if it is a failure worth remembering.
+func (v *Valkey) remember(ctx context.Context, key string, err error) {
+	if v.cfg.Failures == nil {
+		return
+	}
+	code, ok := v.cfg.Failures.Code(err)
+	if !ok {
+		return
+	}
+	until := v.now().Add(v.cfg.NegativeTTL)
+	val := code + " " + strconv.FormatInt(until.UnixMilli(), 10)
+	ctx = context.WithoutCancel(ctx) // a load that timed out is worth remembering most
+	werr := v.do(ctx, func(ctx context.Context, c valkey.Client) error {
+		return c.Do(ctx, c.B().Set().Key(failedKey(key)).Value(val).PxMilliseconds(v.cfg.NegativeTTL.Milliseconds()).Build()).Error()
+	})
+	if werr != nil {
+		v.log.Debug("valkey: remembering a failure failed", "key", key, "err", werr)
+	}
 }
 
 func (v *Valkey) callLoad(ctx context.Context, key string, load Loader) (Entry, error) {
@@ -574,6 +660,9 @@ func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loade
 	started := v.spawn(func() {
 		defer v.refreshing.Delete(key)
 		defer cancel()
+		if v.failedRecently(lctx, key, true) != nil {
+			return // back off: a refresh failed moments ago, here or elsewhere
+		}
 		lease, token := leaseKey(key), newToken()
 		won, err := v.acquire(lctx, lease, token)
 		if err != nil {
@@ -599,6 +688,29 @@ func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loade
 		cancel()
 		v.refreshing.Delete(key)
 	}
+}
+
+// errLeaseHeld: another process is refreshing the key.
+var errLeaseHeld = errors.New("cache: lease held elsewhere")
+
+// revalidate refreshes a stale key while the caller waits, if no process is
+// refreshing it and no refresh failed moments ago; see Revalidate.
+func (v *Valkey) revalidate(ctx context.Context, key string, load Loader) (Entry, error) {
+	r, err, _ := v.loads.Do("revalidate:"+key, func() (any, error) {
+		if err := v.failedRecently(ctx, key, true); err != nil {
+			return Entry{}, err
+		}
+		lease, token := leaseKey(key), newToken()
+		won, err := v.acquire(ctx, lease, token)
+		if err != nil {
+			return Entry{}, err
+		}
+		if !won {
+			return Entry{}, errLeaseHeld
+		}
+		return v.loadAsHolder(ctx, key, lease, token, load)
+	})
+	return r.(Entry), err
 }
 
 // spawn runs fn on a goroutine that Close waits for; false after Close.
@@ -681,7 +793,17 @@ func (v *Valkey) write(ctx context.Context, key string, e Entry) {
 		return
 	}
 	err = v.do(ctx, func(ctx context.Context, c valkey.Client) error {
-		return c.Do(ctx, c.B().Set().Key(key).Value(valkey.BinaryString(b)).PxMilliseconds(ttl.Milliseconds()).Build()).Error()
+		set := c.B().Set().Key(key).Value(valkey.BinaryString(b)).PxMilliseconds(ttl.Milliseconds()).Build()
+		if v.cfg.Failures == nil {
+			return c.Do(ctx, set).Error()
+		}
+		// A success ends a remembered failure: one round trip for both.
+		for _, r := range c.DoMulti(ctx, set, c.B().Del().Key(failedKey(key)).Build()) {
+			if err := r.Error(); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		v.log.Debug("valkey: write failed", "key", key, "err", err)
@@ -812,21 +934,28 @@ func (v *Valkey) Close() error {
 	return v.fallback.Close()
 }
 
-// leaseKey names the lease guarding key, in the same cluster slot: a key
-// with a hash tag keeps it, and one without is wrapped in braces whole,
-// which hashes like the bare key. (A key holding a '}' but no tag cannot be
-// wrapped; its lease may land elsewhere, which only costs co-location: no
-// command touches both.)
-func leaseKey(key string) string {
+// leaseKey names the lease guarding key, in the same cluster slot.
+func leaseKey(key string) string { return sideKey(key, "lease") }
+
+// failedKey names where a failed load of key is remembered.
+func failedKey(key string) string { return sideKey(key, "failed") }
+
+// sideKey names a key beside key, in the same cluster slot: a key with a
+// hash tag keeps it, and one without is wrapped in braces whole, which
+// hashes like the bare key. (A key holding a '}' but no tag cannot be
+// wrapped; its side key may land elsewhere, which only costs co-location.
+// The one command touching both, write's pipeline, then sends the two to
+// their own nodes.)
+func sideKey(key, suffix string) string {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key + ":lease"
+			return key + ":" + suffix
 		}
 	}
 	if strings.IndexByte(key, '}') >= 0 {
-		return key + ":lease"
+		return key + ":" + suffix
 	}
-	return "{" + key + "}:lease"
+	return "{" + key + "}:" + suffix
 }
 
 func newToken() string {

@@ -378,7 +378,7 @@ func TestValkeyStaleOneRefreshAcrossClients(t *testing.T) {
 	}
 }
 
-func TestValkeyServerStoppedAndRestarted(t *testing.T) {
+func TestFaultValkeyKilledAndRestarted(t *testing.T) {
 	srv := redistest.Start(t)
 	v, ev := newTestValkey(t, srv, func(c *ValkeyConfig) {
 		c.BreakerCoolDown = 200 * time.Millisecond
@@ -423,6 +423,8 @@ func TestValkeyServerStoppedAndRestarted(t *testing.T) {
 			t.Errorf("key %d: %d loads during the outage, want 1", i, got)
 		}
 	}
+	t.Logf("FIGURE: valkey | killed: failed requests of %d (%d keys x %d rounds x %d concurrent) | 0", keys*rounds*concurrent, keys, rounds, concurrent)
+	t.Logf("FIGURE: valkey | killed: origin loads per key while down, %d rounds x %d concurrent | %d", rounds, concurrent, loaders[0].calls.Load())
 	if got := v.BreakerState(); got != "open" {
 		t.Errorf("breaker %q with the server down, want open", got)
 	}
@@ -452,7 +454,7 @@ func TestValkeyServerStoppedAndRestarted(t *testing.T) {
 	}
 }
 
-func TestValkeySlowServerTripsBreaker(t *testing.T) {
+func TestFaultValkeySlowedTripsBreaker(t *testing.T) {
 	srv := redistest.Start(t)
 	v, _ := newTestValkey(t, srv, func(c *ValkeyConfig) {
 		c.Timeout = 200 * time.Millisecond
@@ -471,7 +473,16 @@ func TestValkeySlowServerTripsBreaker(t *testing.T) {
 			t.Errorf("DEBUG SLEEP: %v", err)
 		}
 	}()
-	lastKey := ""
+	// Wait until it sleeps, so that every Get below meets a sleeping server
+	// (one that still answered the lease would load as its holder and keep
+	// no local copy).
+	eventually(t, "the server to fall asleep", func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := srv.Do(pctx, "PING")
+		return err != nil
+	})
+	lastKey, served := "", 0
 	for i := 0; v.BreakerState() != "open"; i++ {
 		select {
 		case <-awake:
@@ -482,12 +493,14 @@ func TestValkeySlowServerTripsBreaker(t *testing.T) {
 		if e, err := v.Get(ctx, lastKey, newVKLoader("fine").load); err != nil || string(e.Value) != "fine" {
 			t.Fatalf("Get against a slow server = %q, %v", e.Value, err)
 		}
+		served++
 	}
 	select {
 	case <-awake:
 		t.Fatal("the breaker opened only after the server woke up")
 	default:
 	}
+	t.Logf("FIGURE: valkey | DEBUG SLEEP 3, 200ms timeout, 2 failures trip: requests served, none failed, before the breaker opened | %d", served)
 	// Open: the key whose timeout tripped the breaker was loaded into local
 	// memory, and is answered from there without touching the server.
 	other := newVKLoader("other")
@@ -714,4 +727,154 @@ func hashSlot(key string) uint16 {
 		}
 	}
 	return crc % 16384
+}
+
+// A failed load is remembered in Valkey: another process answers the key
+// with the failure, without loading, until the negative TTL passes.
+func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newVKClock()
+	mod := func(c *ValkeyConfig) {
+		c.Now = clk.Now
+		c.Failures = testFailures{}
+		c.NegativeTTL = 5 * time.Second
+	}
+	a, _ := newTestValkey(t, srv, mod)
+	b, _ := newTestValkey(t, srv, mod)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{down}:body:0"
+	l := newVKLoader("back")
+	l.err = fmt.Errorf("fetch: %w", errUpstream)
+
+	if _, err := a.Get(ctx, key, l.load); !errors.Is(err, errUpstream) {
+		t.Fatalf("first Get: err = %v, want the loader's", err)
+	}
+	if _, err := srv.Do(ctx, "GET", failedKey(key)); err != nil {
+		t.Fatalf("the failure is not in Valkey: %v", err)
+	}
+	for _, v := range []*Valkey{a, b, b} {
+		var re *rememberedError
+		if _, err := v.Get(ctx, key, l.load); !errors.As(err, &re) || !errors.Is(err, errUpstream) {
+			t.Fatalf("within the negative TTL: err = %v, want the remembered failure", err)
+		}
+		if want := clk.Now().Add(5 * time.Second).Truncate(time.Millisecond); !re.until.Equal(want) {
+			t.Errorf("remembered until %v, want %v", re.until, want)
+		}
+	}
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("loads = %d, want 1", got)
+	}
+
+	clk.Advance(5 * time.Second)
+	l.err = nil
+	if e, err := b.Get(ctx, key, l.load); err != nil || string(e.Value) != "back" {
+		t.Fatalf("after the negative TTL: %q, %v", e.Value, err)
+	}
+	if _, err := srv.Do(ctx, "GET", failedKey(key)); !errors.Is(err, redistest.ErrNil) {
+		t.Errorf("the remembered failure outlived a success (err %v)", err)
+	}
+}
+
+// A failed background refresh is not retried by the stale hits that follow,
+// in any process.
+func TestValkeyFailedRefreshBacksOff(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{flaky}:body:0"
+	old, err := Encode(Entry{Value: []byte("old"), FetchedAt: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", key, string(old), "PX", "600000"); err != nil {
+		t.Fatal(err)
+	}
+	mod := func(c *ValkeyConfig) {
+		c.Failures = testFailures{}
+		c.NegativeTTL = time.Minute
+	}
+	a, _ := newTestValkey(t, srv, mod)
+	b, _ := newTestValkey(t, srv, mod)
+	l := newVKLoader("")
+	l.err = errUpstream
+
+	if e, err := a.Get(ctx, key, l.load); err != nil || string(e.Value) != "old" || !e.Stale {
+		t.Fatalf("Get = %q stale=%v, %v; want the stale copy", e.Value, e.Stale, err)
+	}
+	eventually(t, "the failed refresh to be remembered", func() bool {
+		_, err := srv.Do(ctx, "GET", failedKey(key))
+		return err == nil
+	})
+	for range 20 {
+		for _, v := range []*Valkey{a, b} {
+			if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "old" || !e.Stale {
+				t.Fatalf("Get = %q stale=%v, %v; want the stale copy", e.Value, e.Stale, err)
+			}
+		}
+	}
+	a.Close() // waits for background refreshes
+	b.Close()
+	if got := l.calls.Load(); got != 1 {
+		t.Errorf("refresh loads = %d, want 1: a failed refresh backs off", got)
+	}
+}
+
+// FLUSHALL under two processes: the next requests still succeed, and the
+// page is fetched from the origin once more, by one of them.
+func TestFaultValkeyFlushed(t *testing.T) {
+	srv := redistest.Start(t)
+	a, _ := newTestValkey(t, srv, nil)
+	b, _ := newTestValkey(t, srv, nil)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{flushed}:body:0"
+	l := newVKLoader("page")
+	for _, v := range []*Valkey{a, b} {
+		if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "page" {
+			t.Fatalf("before the flush: %q, %v", e.Value, err)
+		}
+	}
+	if _, err := srv.Do(ctx, "FLUSHALL"); err != nil {
+		t.Fatal(err)
+	}
+	requests := 0
+	eventually(t, "the page to be back in Valkey", func() bool {
+		var wg sync.WaitGroup
+		for _, v := range []*Valkey{a, b, a, b} {
+			requests++
+			wg.Go(func() {
+				if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "page" {
+					t.Errorf("after the flush: %q, %v", e.Value, err)
+				}
+			})
+		}
+		wg.Wait()
+		_, ok := storedValue(t, srv, key)
+		return ok
+	})
+	if got := l.calls.Load(); got != 2 {
+		t.Errorf("loads = %d, want 2: one before the flush, one after it across both processes", got)
+	}
+	t.Logf("FIGURE: valkey | FLUSHALL under 2 processes: failed requests of %d | 0", requests)
+	t.Logf("FIGURE: valkey | FLUSHALL under 2 processes: origin loads to refill the page | %d", l.calls.Load()-1)
+}
+
+// Under Revalidate a stale copy waits for its refresh.
+func TestValkeyRevalidateWaitsForRefresh(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{reval}:body:0"
+	old, err := Encode(Entry{Value: []byte("old"), FetchedAt: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", key, string(old), "PX", "600000"); err != nil {
+		t.Fatal(err)
+	}
+	v, _ := newTestValkey(t, srv, nil)
+	l := newVKLoader("new")
+	if e, err := v.Get(Revalidate(ctx), key, l.load); err != nil || string(e.Value) != "new" || e.Stale {
+		t.Fatalf("revalidating: {%q stale=%v} %v, want the refreshed copy", e.Value, e.Stale, err)
+	}
+	if e, ok := storedValue(t, srv, key); !ok || string(e.Value) != "new" {
+		t.Errorf("the refresh is not in Valkey: %q", e.Value)
+	}
 }

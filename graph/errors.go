@@ -33,7 +33,7 @@ var errPostNotFound = errors.New("no such post in this channel")
 type classified struct {
 	code       string
 	message    string
-	retryAfter time.Time // RATE_LIMITED only
+	retryAfter time.Time // when Telegram may be asked again, if known
 }
 
 // classify maps an error from the domain packages to a code and a message
@@ -41,6 +41,7 @@ type classified struct {
 // in the logs.
 func classify(err error) classified {
 	var rl *origin.RateLimitError
+	ra, _ := origin.RetryAfter(err) // an open circuit or a failure remembered moments ago
 	switch {
 	case errors.Is(err, pages.ErrInvalidUsername), errors.Is(err, pages.ErrInvalidPosition), errors.Is(err, pages.ErrBadRequest), errors.Is(err, model.ErrInvalidInput):
 		return classified{code: CodeBadUserInput, message: err.Error()}
@@ -54,10 +55,22 @@ func classify(err error) classified {
 		return classified{code: CodeRateLimited, message: "Telegram is rate-limiting requests and no cached copy is held; retry later", retryAfter: rl.RetryAfter}
 	case errors.Is(err, origin.ErrRateLimited):
 		return classified{code: CodeRateLimited, message: "Telegram is rate-limiting requests and no cached copy is held; retry later"}
+	case errors.Is(err, origin.ErrUnavailable):
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram keeps failing, so it is not being asked for now, and no cached copy is held; retry later", retryAfter: ra}
 	case errors.Is(err, origin.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
-		return classified{code: CodeUpstreamUnavailable, message: "Telegram did not answer in time"}
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram did not answer in time", retryAfter: ra}
+	case errors.Is(err, origin.ErrRefused):
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram refused the connection", retryAfter: ra}
+	case errors.Is(err, origin.ErrUnreachable):
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram could not be reached", retryAfter: ra}
+	case errors.Is(err, origin.ErrReset):
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram dropped the connection without answering", retryAfter: ra}
+	case errors.Is(err, origin.ErrTruncated):
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram's answer was cut off", retryAfter: ra}
+	case errors.Is(err, origin.ErrServerError):
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram answered with a server error", retryAfter: ra}
 	case errors.Is(err, origin.ErrUpstream), errors.Is(err, origin.ErrTooLarge), errors.Is(err, parser.ErrNotPage):
-		return classified{code: CodeUpstreamUnavailable, message: "Telegram answered with an error or an unreadable page"}
+		return classified{code: CodeUpstreamUnavailable, message: "Telegram answered with an error or an unreadable page", retryAfter: ra}
 	case errors.Is(err, context.Canceled):
 		return classified{code: CodeUpstreamUnavailable, message: "request canceled"}
 	}

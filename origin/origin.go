@@ -1,6 +1,7 @@
 // Package origin fetches t.me pages: one shared connection pool, bounded
-// retries with jittered backoff, Retry-After honoured per host, a cap on
-// body size, and an optional fallback origin.
+// retries with jittered backoff under a retry budget, Retry-After honoured
+// per host, a circuit breaker per host, a cap on body size, and an optional
+// fallback origin.
 package origin
 
 import (
@@ -17,7 +18,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+
+	"github.com/sony/gobreaker/v2"
 
 	"github.com/tmefeed/tmefeed/parser"
 )
@@ -37,6 +42,11 @@ const (
 	DefaultMaxRetryAfter          = time.Hour
 	DefaultFallbackAfter          = 3
 	DefaultFallbackCooldown       = 30 * time.Second
+	DefaultBreakerFailures        = 5
+	DefaultBreakerCoolDown        = 10 * time.Second
+	DefaultBreakerProbes          = 3
+	DefaultRetryBudget            = 0.2
+	retryBurst                    = 10 // retries a quiet client may make before requests have paid for them
 	defaultDialTimeout            = 5 * time.Second
 	defaultTLSTimeout             = 5 * time.Second
 	defaultHeaderTimeout          = 8 * time.Second
@@ -73,6 +83,21 @@ type Config struct {
 	FallbackAfter    int           // consecutive primary failures that divert traffic to FallbackURL
 	FallbackCooldown time.Duration // how long traffic stays diverted before the primary is tried again
 
+	// Circuit breaker, one per host: BreakerFailures consecutive failed
+	// attempts (5xx, timeouts, failed connections, broken bodies) open it;
+	// while open no request goes to the host and Fetch answers at once with
+	// an *UnavailableError. After BreakerCoolDown, BreakerProbes requests
+	// may go through: as many successes close it, one failure reopens it.
+	BreakerFailures int
+	BreakerCoolDown time.Duration
+	BreakerProbes   int
+
+	// RetryBudget caps retries at this fraction of recent requests (a token
+	// bucket: each Fetch adds RetryBudget tokens, each retry takes one), so
+	// an outage costs about one attempt per request instead of
+	// 1+MaxRetries. 0 means DefaultRetryBudget; negative means no cap.
+	RetryBudget float64
+
 	Now func() time.Time // clock for Retry-After and cool-downs; nil = time.Now
 }
 
@@ -91,6 +116,13 @@ type Config struct {
 //
 // Definitive answers (200, 404, the /s/ redirect of a non-channel, other
 // 4xx, an oversized body) are never retried and never diverted.
+//
+// Each host has a circuit breaker (see Config.BreakerFailures). A host
+// whose breaker is open is skipped like a rate-limited one: traffic goes to
+// the other host if it can take it, otherwise Fetch returns an
+// *UnavailableError at once. Retries beyond the first attempt draw on a
+// shared budget (Config.RetryBudget); without budget a failure is
+// returned after one attempt.
 type Client struct {
 	cfg      Config
 	hc       *http.Client
@@ -99,8 +131,9 @@ type Client struct {
 	primary  *host
 	fallback *host // nil without FallbackURL
 
-	mu  sync.Mutex // guards rng and the state in each host
-	rng *rand.Rand
+	mu     sync.Mutex // guards rng, tokens and the state in each host
+	rng    *rand.Rand
+	tokens float64 // retry budget
 }
 
 // host is one origin and what we learnt about it.
@@ -110,6 +143,10 @@ type host struct {
 	blockedUntil time.Time // from Retry-After
 	failures     int       // consecutive retryable failures
 	coolUntil    time.Time // primary only: traffic goes to the fallback until then
+	last         error     // the kind of the last retryable failure, for UnavailableError
+
+	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
+	openUntil atomic.Int64 // unix nanos when the open breaker lets probes through
 }
 
 // New returns a Client for cfg.
@@ -141,8 +178,14 @@ func New(cfg Config) (*Client, error) {
 	setDefault(&cfg.MaxRetryAfter, DefaultMaxRetryAfter)
 	setDefault(&cfg.FallbackAfter, DefaultFallbackAfter)
 	setDefault(&cfg.FallbackCooldown, DefaultFallbackCooldown)
+	setDefault(&cfg.BreakerFailures, DefaultBreakerFailures)
+	setDefault(&cfg.BreakerCoolDown, DefaultBreakerCoolDown)
+	setDefault(&cfg.BreakerProbes, DefaultBreakerProbes)
+	if cfg.RetryBudget == 0 {
+		cfg.RetryBudget = DefaultRetryBudget
+	}
 
-	primary, err := newHost(cfg.BaseURL)
+	primary, err := newHost(cfg, cfg.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("origin: base URL: %w", err)
 	}
@@ -151,12 +194,13 @@ func New(cfg Config) (*Client, error) {
 		now:     cfg.Now,
 		primary: primary,
 		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		tokens:  retryBurst,
 	}
 	if c.now == nil {
 		c.now = time.Now
 	}
 	if cfg.FallbackURL != "" {
-		if c.fallback, err = newHost(cfg.FallbackURL); err != nil {
+		if c.fallback, err = newHost(cfg, cfg.FallbackURL); err != nil {
 			return nil, fmt.Errorf("origin: fallback URL: %w", err)
 		}
 	}
@@ -180,7 +224,11 @@ func setDefault[T int | int64 | time.Duration](v *T, def T) {
 	}
 }
 
-func newHost(raw string) (*host, error) {
+// errExcluded reports an attempt that says nothing about the host's health
+// (a 429, the caller giving up): the breaker does not count it.
+var errExcluded = errors.New("origin: attempt not counted")
+
+func newHost(cfg Config, raw string) (*host, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, err
@@ -188,7 +236,23 @@ func newHost(raw string) (*host, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("%q is not an http(s) origin", raw)
 	}
-	return &host{base: strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), name: u.Host}, nil
+	h := &host{base: strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), name: u.Host}
+	h.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        u.Host,
+		MaxRequests: uint32(cfg.BreakerProbes),
+		Timeout:     cfg.BreakerCoolDown,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return c.ConsecutiveFailures >= uint32(cfg.BreakerFailures)
+		},
+		IsExcluded: func(err error) bool { return errors.Is(err, errExcluded) },
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			// Runs under the breaker's lock, which uses the wall clock.
+			if to == gobreaker.StateOpen {
+				h.openUntil.Store(time.Now().Add(cfg.BreakerCoolDown).UnixNano())
+			}
+		},
+	})
+	return h, nil
 }
 
 func newTransport(cfg Config) *http.Transport {
@@ -232,6 +296,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 	}
 	path := r.Path()
 	attempts := c.cfg.MaxRetries + 1
+	c.deposit()
 	var (
 		lastErr  error
 		prev     *host
@@ -239,29 +304,40 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 		n        int
 	)
 	for ; n < attempts; n++ {
-		h, blocked := c.pick(retrying && n == attempts-1)
-		if h == nil {
-			return nil, blocked
+		if retrying && !c.withdraw() {
+			break // out of retry budget: an outage costs one attempt per request
+		}
+		h, report, err := c.pick(retrying && n == attempts-1)
+		if err != nil {
+			if retrying {
+				break // the breaker opened under this request: report what failed
+			}
+			return nil, err
 		}
 		if retrying && h == prev {
 			if err := c.backoff(ctx, n); err != nil {
+				report(errExcluded)
 				return nil, ctxError(ctx)
 			}
 		}
 		prev = h
 		body, oc, until, err := c.attempt(ctx, h, r, path)
 		if ctx.Err() != nil {
+			report(errExcluded)
 			return nil, ctxError(ctx)
 		}
 		switch oc {
 		case done:
+			report(nil)
 			c.answered(h)
 			return body, err
 		case rateLimited:
+			report(errExcluded) // the host answered; the block keeps traffic off it
 			c.block(h, until)
 			lastErr, retrying = &RateLimitError{RetryAfter: until, Host: h.name}, false
 		case retry:
-			c.failed(h)
+			report(err)
+			c.failed(h, err)
 			lastErr, retrying = err, true
 		}
 	}
@@ -271,30 +347,62 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 	return nil, lastErr
 }
 
-// pick chooses the host for the next attempt, or returns the rate-limit
-// error when every host is backing us off.
-func (c *Client) pick(lastChance bool) (*host, error) {
+// pick chooses the host for the next attempt and takes a pass from its
+// breaker; report must be called with the attempt's outcome. When every
+// host is rate-limited or has its breaker open, it returns the error saying
+// so.
+func (c *Client) pick(lastChance bool) (*host, func(error), error) {
 	now := c.now()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	p, f := c.primary, c.fallback
 	pOK := !now.Before(p.blockedUntil)
 	fOK := f != nil && !now.Before(f.blockedUntil)
+	var order []*host
 	switch {
 	case fOK && (!pOK || lastChance || now.Before(p.coolUntil)):
-		return f, nil
+		order = append(order, f)
+		if pOK {
+			order = append(order, p) // only when the fallback's breaker is open
+		}
 	case pOK:
-		return p, nil
+		order = append(order, p)
+		if fOK {
+			order = append(order, f) // only when the primary's breaker is open
+		}
 	}
 	until := p.blockedUntil
 	if f != nil && f.blockedUntil.Before(until) {
 		until = f.blockedUntil
 	}
+	c.mu.Unlock()
+
+	var open *UnavailableError
+	for _, h := range order {
+		report, err := h.cb.Allow()
+		if err == nil {
+			return h, report, nil
+		}
+		// Open, or half-open with its probes already out: a probe's answer
+		// comes within a request timeout.
+		retryAt := time.Unix(0, h.openUntil.Load())
+		if errors.Is(err, gobreaker.ErrTooManyRequests) || !retryAt.After(time.Now()) {
+			retryAt = time.Now().Add(time.Second)
+		}
+		if open == nil || retryAt.Before(open.RetryAfter) {
+			c.mu.Lock()
+			last := h.last
+			c.mu.Unlock()
+			open = &UnavailableError{RetryAfter: retryAt, Host: h.name, Last: last}
+		}
+	}
+	if open != nil {
+		return nil, nil, open
+	}
 	name := p.name
 	if f != nil {
 		name += ", " + f.name
 	}
-	return nil, &RateLimitError{RetryAfter: until, Host: name}
+	return nil, nil, &RateLimitError{RetryAfter: until, Host: name}
 }
 
 func (c *Client) answered(h *host) {
@@ -304,14 +412,26 @@ func (c *Client) answered(h *host) {
 	c.mu.Unlock()
 }
 
-func (c *Client) failed(h *host) {
+func (c *Client) failed(h *host, err error) {
 	now := c.now()
+	kind := kindOf(err)
 	c.mu.Lock()
 	h.failures++
+	h.last = kind
 	if h == c.primary && c.fallback != nil && h.failures >= c.cfg.FallbackAfter {
 		h.coolUntil = now.Add(c.cfg.FallbackCooldown)
 	}
 	c.mu.Unlock()
+}
+
+// kindOf is the sentinel naming err's kind of failure.
+func kindOf(err error) error {
+	for _, k := range []error{ErrTimeout, ErrRefused, ErrUnreachable, ErrReset, ErrTruncated, ErrServerError} {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return ErrUpstream
 }
 
 func (c *Client) block(h *host, until time.Time) {
@@ -320,6 +440,30 @@ func (c *Client) block(h *host, until time.Time) {
 		h.blockedUntil = until
 	}
 	c.mu.Unlock()
+}
+
+// deposit pays into the retry budget for one request.
+func (c *Client) deposit() {
+	if c.cfg.RetryBudget < 0 {
+		return
+	}
+	c.mu.Lock()
+	c.tokens = min(c.tokens+c.cfg.RetryBudget, max(retryBurst, c.cfg.RetryBudget))
+	c.mu.Unlock()
+}
+
+// withdraw takes one retry from the budget, if there is one.
+func (c *Client) withdraw() bool {
+	if c.cfg.RetryBudget < 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tokens < 1 {
+		return false
+	}
+	c.tokens--
+	return true
 }
 
 // backoff sleeps before attempt n (n ≥ 1): about base·2ⁿ⁻¹, capped, with
@@ -378,10 +522,7 @@ func (c *Client) attempt(ctx context.Context, h *host, r Request, path string) (
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if isTimeout(actx, err) {
-			return nil, retry, time.Time{}, fmt.Errorf("%w: %s: %w", ErrTimeout, what, err)
-		}
-		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: %w", ErrUpstream, what, err)
+		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: %w", connErrorKind(actx, err), what, err)
 	}
 	defer resp.Body.Close()
 
@@ -403,7 +544,7 @@ func (c *Client) attempt(ctx context.Context, h *host, r Request, path string) (
 		return nil, rateLimited, c.retryAfter(resp.Header.Get("Retry-After")), nil
 	case code >= 500:
 		drain(resp.Body)
-		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: status %d", ErrUpstream, what, code)
+		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: status %d", ErrServerError, what, code)
 	default:
 		drain(resp.Body)
 		return nil, done, time.Time{}, fmt.Errorf("%w: %s: unexpected status %d", ErrUpstream, what, code)
@@ -424,11 +565,11 @@ func (c *Client) readBody(actx context.Context, resp *http.Response, what string
 	case err != nil && isTimeout(actx, err):
 		return nil, retry, fmt.Errorf("%w: %s: reading body: %w", ErrTimeout, what, err)
 	case err != nil:
-		return nil, retry, fmt.Errorf("%w: %s: reading body: %w", ErrUpstream, what, err)
+		return nil, retry, fmt.Errorf("%w: %s: reading body: %w", ErrTruncated, what, err)
 	case n > limit:
 		return nil, done, fmt.Errorf("%w: %w: %s: body over %d bytes", ErrUpstream, ErrTooLarge, what, limit)
 	case resp.ContentLength >= 0 && n != resp.ContentLength:
-		return nil, retry, fmt.Errorf("%w: %s: truncated body: %d of %d bytes", ErrUpstream, what, n, resp.ContentLength)
+		return nil, retry, fmt.Errorf("%w: %s: truncated body: %d of %d bytes", ErrTruncated, what, n, resp.ContentLength)
 	}
 	return buf.Bytes(), done, nil
 }
@@ -445,6 +586,27 @@ func (c *Client) retryAfter(v string) time.Time {
 		d = max(t.Sub(now), 0)
 	}
 	return now.Add(min(d, c.cfg.MaxRetryAfter))
+}
+
+// connErrorKind names why a request got no response at all.
+func connErrorKind(actx context.Context, err error) error {
+	var (
+		op  *net.OpError
+		dns *net.DNSError
+	)
+	switch {
+	case isTimeout(actx, err):
+		return ErrTimeout
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ErrRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// The server closed or reset the connection before answering.
+		return ErrReset
+	case errors.As(err, &dns), errors.As(err, &op) && op.Op == "dial":
+		return ErrUnreachable
+	}
+	return ErrUpstream
 }
 
 func isTimeout(actx context.Context, err error) bool {

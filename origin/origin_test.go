@@ -689,7 +689,9 @@ func TestConcurrentFetches(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(r.URL.RequestURI()))
 	})
-	c := newClient(t, Config{BaseURL: u.URL, MaxRetries: 5})
+	// One answer in three fails: more retries than a budget allows, and
+	// enough failures in a row, now and then, to trip a default breaker.
+	c := newClient(t, Config{BaseURL: u.URL, MaxRetries: 5, RetryBudget: -1, BreakerFailures: 1000})
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := 1; i <= 64; i++ {

@@ -169,7 +169,9 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 		}
 	}
 	e, err := s.cache.Get(ctx, full, func(ctx context.Context) (cache.Entry, error) {
-		res, err := s.get(ctx, r)
+		// Render from a fresh page when it can be had: a stale one would
+		// leave the response stale until its next refresh.
+		res, err := s.get(cache.Revalidate(ctx), r)
 		if err != nil {
 			return cache.Entry{}, err
 		}

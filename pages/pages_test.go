@@ -228,7 +228,15 @@ func TestHotRenderedFollowsRefresh(t *testing.T) {
 	mu.Lock()
 	now = now.Add(2 * time.Second)
 	mu.Unlock()
+	// Past the refresh point the cached response is served, stale, while
+	// the page and the response are refreshed in the background.
+	if got := get(); got != "1" {
+		t.Fatalf("past the refresh point: %q, want the stale 1", got)
+	}
+	for deadline := time.Now().Add(10 * time.Second); renders.Load() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	if got := get(); got != "2" || fo.count("/s/tmefeed_news") != 2 {
-		t.Errorf("past the refresh point: %q after %d fetches, want a new render after 2", got, fo.count("/s/tmefeed_news"))
+		t.Errorf("after the refresh: %q after %d fetches, want a new render from the refetched page, after 2", got, fo.count("/s/tmefeed_news"))
 	}
 }

@@ -6,10 +6,17 @@ import (
 	"log/slog"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/origin"
 )
 
 // newCache builds the cache tiers the configuration asks for.
 func newCache(ctx context.Context, cfg serveConfig, log *slog.Logger) (cache.Cache, error) {
+	// Negative caching: a page that failed to load is answered with the
+	// failure for NEGATIVE_CACHE_TTL instead of asking the origin again.
+	var failures cache.Failures
+	if cfg.NegativeTTL > 0 {
+		failures = origin.Failures{}
+	}
 	if cfg.ValkeyURL != "" {
 		// MEMORY_CACHE_MAX_TTL caps the client-side cache's TTL here (0 = 10s).
 		v, err := cache.NewValkey(ctx, cache.ValkeyConfig{
@@ -18,6 +25,8 @@ func newCache(ctx context.Context, cfg serveConfig, log *slog.Logger) (cache.Cac
 			LocalTTL:      cfg.MemoryMaxTTL,
 			LocalMaxBytes: int64(cfg.MemoryMaxMB) << 20,
 			Timeout:       cfg.ValkeyTimeout,
+			Failures:      failures,
+			NegativeTTL:   cfg.NegativeTTL,
 			Logger:        log,
 		})
 		if err != nil {
@@ -27,9 +36,11 @@ func newCache(ctx context.Context, cfg serveConfig, log *slog.Logger) (cache.Cac
 		return v, nil
 	}
 	mem, err := cache.NewMemory(cache.MemoryConfig{
-		MaxBytes: int64(cfg.MemoryMaxMB) << 20,
-		Refresh:  cfg.Refresh,
-		HardTTL:  cfg.MemoryMaxTTL,
+		MaxBytes:    int64(cfg.MemoryMaxMB) << 20,
+		Refresh:     cfg.Refresh,
+		HardTTL:     cfg.MemoryMaxTTL,
+		Failures:    failures,
+		NegativeTTL: cfg.NegativeTTL,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded cache: %w", err)

@@ -28,6 +28,10 @@ type serveConfig struct {
 	ValkeyURL       string        // VALKEY_URL, --valkey-url
 	ValkeyTimeout   time.Duration // VALKEY_TIMEOUT, --valkey-timeout
 	UpstreamTimeout time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
+	BreakerFailures int           // UPSTREAM_BREAKER_FAILURES, --upstream-breaker-failures
+	BreakerCoolDown time.Duration // UPSTREAM_BREAKER_COOLDOWN, --upstream-breaker-cooldown
+	RetryBudget     float64       // UPSTREAM_RETRY_BUDGET, --upstream-retry-budget
+	NegativeTTL     time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
 	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
 	LogLevel        slog.Level    // LOG_LEVEL, --log-level
 	LogFormat       string        // LOG_FORMAT, --log-format
@@ -52,6 +56,10 @@ var serveSettings = []setting{
 	{"VALKEY_URL", "valkey-url", "", "Valkey/Redis URL for a shared cache; empty = embedded cache only"},
 	{"VALKEY_TIMEOUT", "valkey-timeout", "250ms", "deadline of one Valkey call; failures open a breaker and the process serves from its own memory"},
 	{"UPSTREAM_TIMEOUT", "upstream-timeout", "10s", "deadline of one request to the origin, body included"},
+	{"UPSTREAM_BREAKER_FAILURES", "upstream-breaker-failures", "5", "consecutive failed requests to an origin host that open its circuit breaker"},
+	{"UPSTREAM_BREAKER_COOLDOWN", "upstream-breaker-cooldown", "10s", "how long an open breaker sends nothing to its host before letting probes through"},
+	{"UPSTREAM_RETRY_BUDGET", "upstream-retry-budget", "0.2", "retries allowed as a fraction of recent requests to the origin, 0..1"},
+	{"NEGATIVE_CACHE_TTL", "negative-cache-ttl", "5s", "how long a page that failed to load is answered with that failure instead of asking again; 0 = off"},
 	{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "15s", "how long in-flight requests may finish after SIGINT/SIGTERM"},
 	{"LOG_LEVEL", "log-level", "info", "debug | info | warn | error"},
 	{"LOG_FORMAT", "log-format", "text", "text | json"},
@@ -129,6 +137,14 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.ValkeyURL = *vals["VALKEY_URL"]
 	cfg.ValkeyTimeout = duration(*vals["VALKEY_TIMEOUT"], func(err error) { bad("VALKEY_TIMEOUT", err) }, false)
 	cfg.UpstreamTimeout = duration(*vals["UPSTREAM_TIMEOUT"], func(err error) { bad("UPSTREAM_TIMEOUT", err) }, false)
+	if cfg.BreakerFailures, err = strconv.Atoi(*vals["UPSTREAM_BREAKER_FAILURES"]); err != nil || cfg.BreakerFailures < 1 {
+		bad("UPSTREAM_BREAKER_FAILURES", errors.New("want a whole number, at least 1"))
+	}
+	cfg.BreakerCoolDown = duration(*vals["UPSTREAM_BREAKER_COOLDOWN"], func(err error) { bad("UPSTREAM_BREAKER_COOLDOWN", err) }, false)
+	if cfg.RetryBudget, err = strconv.ParseFloat(*vals["UPSTREAM_RETRY_BUDGET"], 64); err != nil || !(cfg.RetryBudget >= 0 && cfg.RetryBudget <= 1) {
+		bad("UPSTREAM_RETRY_BUDGET", errors.New("want a fraction from 0 to 1, e.g. 0.2"))
+	}
+	cfg.NegativeTTL = duration(*vals["NEGATIVE_CACHE_TTL"], func(err error) { bad("NEGATIVE_CACHE_TTL", err) }, true)
 	cfg.ShutdownTimeout = duration(*vals["SHUTDOWN_TIMEOUT"], func(err error) { bad("SHUTDOWN_TIMEOUT", err) }, false)
 	if err := cfg.LogLevel.UnmarshalText([]byte(*vals["LOG_LEVEL"])); err != nil {
 		bad("LOG_LEVEL", errors.New("want debug, info, warn or error"))

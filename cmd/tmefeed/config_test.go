@@ -24,6 +24,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		MemoryMaxMB: 64, UpstreamTimeout: 10 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: slog.LevelInfo, LogFormat: "text",
 		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100,
+		BreakerFailures: 5, BreakerCoolDown: 10 * time.Second, RetryBudget: 0.2, NegativeTTL: 5 * time.Second,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -76,6 +77,10 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		{nil, map[string]string{"MEMORY_CACHE_MAX_MB": "0"}, []string{"$MEMORY_CACHE_MAX_MB"}},
 		{nil, map[string]string{"MEMORY_CACHE_MAX_TTL": "5s", "CACHE_MODE": "aggressive"}, []string{"$MEMORY_CACHE_MAX_TTL", "refresh"}},
 		{nil, map[string]string{"LOG_LEVEL": "loud", "LOG_FORMAT": "xml"}, []string{"$LOG_LEVEL", "$LOG_FORMAT"}},
+		{nil, map[string]string{"UPSTREAM_RETRY_BUDGET": "1.5"}, []string{"$UPSTREAM_RETRY_BUDGET"}},
+		{[]string{"--upstream-breaker-failures", "0"}, nil, []string{"--upstream-breaker-failures"}},
+		{nil, map[string]string{"UPSTREAM_BREAKER_COOLDOWN": "0"}, []string{"$UPSTREAM_BREAKER_COOLDOWN"}},
+		{nil, map[string]string{"NEGATIVE_CACHE_TTL": "-1s"}, []string{"$NEGATIVE_CACHE_TTL"}},
 		{[]string{"extra"}, nil, []string{"extra"}},
 	}
 	for _, c := range cases {

@@ -41,11 +41,18 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 	}
 	defer store.Close()
 
-	client, err := origin.New(origin.Config{
-		BaseURL:        originURL,
-		FallbackURL:    fallbackURL,
-		RequestTimeout: cfg.UpstreamTimeout,
-	})
+	ocfg := origin.Config{
+		BaseURL:         originURL,
+		FallbackURL:     fallbackURL,
+		RequestTimeout:  cfg.UpstreamTimeout,
+		BreakerFailures: cfg.BreakerFailures,
+		BreakerCoolDown: cfg.BreakerCoolDown,
+		RetryBudget:     cfg.RetryBudget,
+	}
+	if cfg.RetryBudget == 0 {
+		ocfg.MaxRetries = -1 // a budget of nothing: no retries (origin.Config reads 0 as the default)
+	}
+	client, err := origin.New(ocfg)
 	if err != nil {
 		return fmt.Errorf("origin: %w", err)
 	}
