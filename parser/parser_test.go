@@ -393,6 +393,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(wrapPost(`<b>a<i>b</b>c</i><a href="?q=%23x">#x`))
 	f.Add([]byte(`"<div class=\"tgme_widget_message\" data-post=\"a/1\">"`))
+	f.Add(bubblePost(`<span dir="auto">` + nest(`x <b>y</b>`, " ", 2) + `</span><div class="media_not_supported_cont">` +
+		`<div class="message_media_not_supported_label">Please open Telegram</div></div>`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, k := range []Kind{KindBody, KindMore, KindPreview, KindEmbed} {
 			v, err := parseAs(k, b)

@@ -101,13 +101,16 @@ const (
 const maxDepth = 256
 
 type frame struct {
-	tag    atom.Atom
-	custom uint8 // 1 = tg-emoji, 2 = tg-spoiler, 3 = other unknown tag
-	role   role
-	ent    int32 // index+1 of the entity this element opened in the text capture
-	cap    *capture
-	start  int // byte offset in the text capture's plain text where the element began
-	href   string
+	tag     atom.Atom
+	custom  uint8 // 1 = tg-emoji, 2 = tg-spoiler, 3 = other unknown tag
+	role    role
+	wrap    uint8  // index+1 of the wrapper this element may be in a capture
+	wrapTmp bool   // that capture is tmp, not text
+	ent     int32  // index+1 of the entity this element opened in the text capture
+	wrapGen uint32 // the capture's generation when the wrapper opened
+	cap     *capture
+	start   int // byte offset in the text capture's plain text where the element began
+	href    string
 }
 
 // attrs are the attributes the parser reads; the rest are never copied.
@@ -522,11 +525,32 @@ func (s *scanner) onStart(selfClosing bool) {
 	}
 	f := frame{tag: tag, custom: custom}
 	f.role = s.begin(&a, tag, custom, r, m, &f)
+	if s.text.leading || s.tmp.leading {
+		s.noteStart(&f, tag, a.class, void)
+	}
 	if void {
 		s.end(&f)
 		return
 	}
 	s.stack = append(s.stack, f)
+}
+
+// noteStart tells the open HTML captures that an element started in them.
+// While a capture holds only whitespace, a div or span of Telegram's own (a
+// tgme_ class, as the copies of the text block t.me nests) may turn out to
+// wrap all of it; anything else ends the capture's leading run.
+func (s *scanner) noteStart(f *frame, tag atom.Atom, class []byte, void bool) {
+	eligible := !void && f.cap == nil && f.role != roleEntity && (tag == atom.Div || tag == atom.Span) &&
+		bytes.Contains(class, []byte("tgme_"))
+	for _, c := range [2]*capture{&s.text, &s.tmp} {
+		if c.depth == 0 || !c.leading || f.cap == c {
+			continue
+		}
+		// An element can wrap one capture only; the other, if open, now has content.
+		if i := c.openWrapper(eligible && f.wrap == 0); i > 0 {
+			f.wrap, f.wrapTmp, f.wrapGen = i, c == &s.tmp, c.gen
+		}
+	}
 }
 
 func (s *scanner) onHeadTag(a *attrs, tag atom.Atom) {
@@ -938,6 +962,12 @@ func (s *scanner) onText() {
 		return
 	}
 	raw := s.z.Raw()
+	if s.text.leading && !isBlank(raw) {
+		s.text.leading = false
+	}
+	if s.tmp.leading && !isBlank(raw) {
+		s.tmp.leading = false
+	}
 	if s.text.depth > 0 {
 		if s.text.withHTML {
 			s.text.html = append(s.text.html, raw...)
@@ -968,6 +998,8 @@ func (s *scanner) onEnd() {
 	if tag == atom.Head {
 		s.inHead = false
 	}
+	// A capture's leading run holds start tags only.
+	s.text.leading, s.tmp.leading = false, false
 	// Find the matching open element; stray end tags are ignored.
 	i := len(s.stack) - 1
 	for ; i >= 0; i-- {
@@ -981,6 +1013,7 @@ func (s *scanner) onEnd() {
 		}
 		return
 	}
+	w, wTmp, wGen := s.stack[i].wrap, s.stack[i].wrapTmp, s.stack[i].wrapGen
 	for len(s.stack) > i+1 {
 		s.pop()
 	}
@@ -992,6 +1025,13 @@ func (s *scanner) onEnd() {
 	if s.tmp.depth > 0 && s.tmp.withHTML {
 		s.tmp.html = append(s.tmp.html, s.z.Raw()...)
 	}
+	if w > 0 {
+		if wTmp {
+			s.tmp.endTagAppended(w, wGen)
+		} else {
+			s.text.endTagAppended(w, wGen)
+		}
+	}
 }
 
 func (s *scanner) pop() {
@@ -1002,6 +1042,13 @@ func (s *scanner) pop() {
 
 // end applies the end of an element.
 func (s *scanner) end(f *frame) {
+	if f.wrap > 0 {
+		if f.wrapTmp {
+			s.tmp.closeWrapper(f.wrap, f.wrapGen)
+		} else {
+			s.text.closeWrapper(f.wrap, f.wrapGen)
+		}
+	}
 	if f.ent > 0 && s.text.depth > 0 {
 		e := &s.text.entities[f.ent-1]
 		e.Length = s.text.u16 - e.Offset
@@ -1029,7 +1076,7 @@ func (s *scanner) end(f *frame) {
 	case roleText:
 		if p != nil && f.cap == &s.text {
 			str, ents := s.text.finish()
-			p.Content.Text = &Text{String: str, HTML: strings.TrimSpace(string(s.text.html)), Entities: ents}
+			p.Content.Text = &Text{String: str, HTML: s.text.innerHTML(), Entities: ents}
 			s.textSet = true
 			s.text.depth = 0
 		}
