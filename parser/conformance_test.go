@@ -1531,8 +1531,8 @@ func cfPostUnwrapped(t *testing.T, where string, p *Post) {
 
 // cfUnwrapped fails when an HTML field holds t.me's text block class or is
 // enclosed, as a whole, by one of t.me's layout elements: a div or span with
-// a tgme_ class. Formatting that encloses a whole text (<b>…</b>, an emoji)
-// is content and passes.
+// a tgme_ class, or a bare one such as <span dir="auto">. Formatting that
+// encloses a whole text (<b>…</b>, an emoji) is content and passes.
 func cfUnwrapped(t *testing.T, where, field, h string) {
 	t.Helper()
 	if strings.Contains(h, "tgme_widget_message_text") {
@@ -1578,7 +1578,7 @@ func cfWrapper(h string) string {
 						class = string(v)
 					}
 				}
-				if (a != atom.Div && a != atom.Span) || !strings.Contains(class, "tgme_") {
+				if (a != atom.Div && a != atom.Span) || (class != "" && !strings.Contains(class, "tgme_")) {
 					return ""
 				}
 				first = raw

@@ -537,11 +537,11 @@ func (s *scanner) onStart(selfClosing bool) {
 
 // noteStart tells the open HTML captures that an element started in them.
 // While a capture holds only whitespace, a div or span of Telegram's own (a
-// tgme_ class, as the copies of the text block t.me nests) may turn out to
+// tgme_ class, or no class at all like the dir="auto" spans) may turn out to
 // wrap all of it; anything else ends the capture's leading run.
 func (s *scanner) noteStart(f *frame, tag atom.Atom, class []byte, void bool) {
 	eligible := !void && f.cap == nil && f.role != roleEntity && (tag == atom.Div || tag == atom.Span) &&
-		bytes.Contains(class, []byte("tgme_"))
+		(len(class) == 0 || bytes.Contains(class, []byte("tgme_")))
 	for _, c := range [2]*capture{&s.text, &s.tmp} {
 		if c.depth == 0 || !c.leading || f.cap == c {
 			continue

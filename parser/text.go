@@ -22,9 +22,9 @@ type capture struct {
 	pendingWS bool // a collapsed whitespace run waiting to become one space
 
 	// t.me nests copies of a block inside itself (album text in a second
-	// text div). Such leading elements are noted while they open, and
-	// innerHTML drops those that turn out to enclose all the captured text,
-	// so the field holds the innermost markup.
+	// text div) and wraps names in <span dir="auto">. Such leading elements
+	// are noted while they open, and innerHTML drops those that turn out to
+	// enclose all the captured text, so the field holds the innermost markup.
 	wraps   []wrapper
 	leading bool // only whitespace and wrapper start tags so far
 	gen     uint32

@@ -108,12 +108,17 @@ func TestNestedTextWithSpacer(t *testing.T) {
 // The other HTML fields read from blocks t.me may wrap.
 func TestOtherFieldsUnwrapped(t *testing.T) {
 	p := onePost(t, bubblePost(
-		`<a class="tgme_widget_message_reply" href="https://t.me/chan_name/5"><div class="tgme_widget_message_author accent_color">`+
+		`<div class="tgme_widget_message_forwarded_from accent_color">Forwarded from&nbsp;<a class="tgme_widget_message_forwarded_from_name" href="https://t.me/src/3">`+
+			`<span dir="auto">Source <i class="emoji" style="background-image:url('//telegram.org/img/emoji/40/E29C85.png')"><b>✅</b></i></span></a></div>`+
+			`<a class="tgme_widget_message_reply" href="https://t.me/chan_name/5"><div class="tgme_widget_message_author accent_color">`+
 			`<span class="tgme_widget_message_author_name" dir="auto">Chan</span></div>`+
 			`<div class="tgme_widget_message_metatext js-message_reply_text" dir="auto">`+nest(`Quoted <b>bit</b>`, "", 2)+`</div></a>`+
 			wrapText(`Body`)+
 			`<a class="tgme_widget_message_link_preview" href="https://x.example/"><div class="link_preview_site_name" dir="auto">X</div>`+
 			`<div class="link_preview_description" dir="auto"><div class="link_preview_description" dir="auto">Desc <b>bold</b></div></div></a>`))
+	if f := p.Forwarded; f == nil || !strings.HasPrefix(f.Name.HTML, "Source <i class=\"emoji\"") || !strings.HasSuffix(f.Name.HTML, "</i>") {
+		t.Errorf("forwarded = %+v, want the name's markup without <span dir=\"auto\">", f)
+	}
 	if r := p.Content.Reply; r == nil || r.Text.HTML != `Quoted <b>bit</b>` || r.Text.String != "Quoted bit" || r.Name.HTML != "Chan" {
 		t.Errorf("reply = %+v", r)
 	}
