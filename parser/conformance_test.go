@@ -268,7 +268,8 @@ var conformancePages = []cfPage{
 		},
 	},
 	{
-		// GET /s/durov?before=528: cursors both ways.
+		// GET /s/durov?before=528: cursors both ways. Every post with text also
+		// carries a hidden media_not_supported_cont fallback: none is unsupported.
 		file: "s_durov_before_get.html", ws: wsExact,
 		body: &cfBody{
 			channel: &cfChannel{

@@ -80,7 +80,8 @@ const (
 	rolePageDesc
 	rolePageContext
 	roleUnsupportedLabel
-	roleEntity // formatting tag inside message text
+	roleFallback // media_not_supported_cont: what t.me shows only where the rest fails
+	roleEntity   // formatting tag inside message text
 )
 
 // modifier classes that change how a role is read.
@@ -150,9 +151,10 @@ type scanner struct {
 	inCustomEmoji   int
 	inPageTitle     int
 	inLabelIcon     int
+	inFallback      int
 	stickerExpected bool
-	supportedCont   bool   // the post has a media_supported_cont block
-	notShownLabel   string // the post's 'open Telegram to view' label, if any
+	supportedCont   bool // the post has a media_supported_cont block
+	fallbackLabel   bool // the post has an 'open Telegram' label inside a fallback block
 
 	text    capture // the post text; the only capture that collects entities
 	tmp     capture // small fields (views, names, titles); one at a time
@@ -347,6 +349,8 @@ func classRole(class []byte) (r role, m mods) {
 			nr = roleLabelIcon
 		case "media_supported_cont":
 			m |= modSupportedCont
+		case "media_not_supported_cont":
+			nr = roleFallback
 		case "tgme_icon_user":
 			m |= modUserIcon
 		case "tgme_widget_message_text":
@@ -720,6 +724,9 @@ func (s *scanner) begin(a *attrs, tag atom.Atom, custom uint8, r role, m mods, f
 	case roleError:
 		s.errorPage = true
 		return roleNone
+	case roleFallback:
+		s.inFallback++
+		return r
 	}
 
 	// Image-only roles work outside posts too (channel avatar) but the rest
@@ -1096,6 +1103,9 @@ func (s *scanner) end(f *frame) {
 	case roleLabelIcon:
 		s.inLabelIcon--
 		return
+	case roleFallback:
+		s.inFallback--
+		return
 	case roleVideo, roleVoice, roleRound, roleSticker, roleDocument:
 		s.media = 0
 		return
@@ -1236,11 +1246,22 @@ func (s *scanner) end(f *frame) {
 		author := rich
 		p.Footer.Author = &author
 	case roleUnsupportedLabel:
-		// Embeds of service messages show only this label.
-		if rich.String == "Service message" && p.Service == nil {
-			p.Service = &Service{Type: "other"}
-		} else if s.media == 0 {
-			s.notShownLabel = rich.String
+		switch {
+		case rich.String == "Service message" || p.Service != nil:
+			// Embeds of service messages show only this label.
+			if p.Service == nil {
+				p.Service = &Service{Type: "other"}
+			}
+		case s.media > 0:
+			// A player's own label ("Media is too big"): the item says so.
+		case s.inFallback > 0:
+			// Hidden while the page can show the rest (since 2025 every post
+			// with custom emoji carries one); endPost decides.
+			s.fallbackLabel = true
+		default:
+			// Shown in place of a part of the post the web cannot render;
+			// text and the other parts stay.
+			p.Content.Media = append(p.Content.Media, Media{Type: MediaUnsupported, Available: false})
 		}
 	}
 }
@@ -1301,7 +1322,7 @@ func (s *scanner) startPost(a *attrs, m mods) {
 	s.tmp.depth = 0
 	s.stickerExpected = m&modStickerMedia != 0
 	s.supportedCont = false
-	s.notShownLabel = ""
+	s.fallbackLabel = false
 }
 
 func (s *scanner) endPost() {
@@ -1325,9 +1346,9 @@ func (s *scanner) endPost() {
 			p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: false})
 		}
 	}
-	if s.notShownLabel != "" && !s.supportedCont && len(p.Content.Media) == 0 && p.Service == nil && p.Content.Text == nil && p.Content.Poll == nil {
-		// Since 2025 every post carries the "open Telegram" block beside a
-		// media_supported_cont; alone, it means the web shows nothing.
+	if s.fallbackLabel && !s.supportedCont && len(p.Content.Media) == 0 && p.Service == nil && p.Content.Text == nil && p.Content.Poll == nil {
+		// A fallback block beside a media_supported_cont stays hidden; alone,
+		// in a post with nothing else, it is all the web shows.
 		p.Content.Media = append(p.Content.Media, Media{Type: MediaUnsupported, Available: false})
 	}
 	if len(p.Content.Media) == 0 {
