@@ -63,7 +63,6 @@ const (
 	roleFromAuthor
 	roleMeta
 	roleDate
-	roleTime
 	roleError
 	roleMore
 	roleChannelHeader
@@ -98,12 +97,33 @@ const (
 	modSupportedCont
 )
 
+// customTag tells apart the elements atom.Lookup does not know (their atom is 0).
+type customTag uint8
+
+const (
+	customNone    customTag = iota // a known HTML element
+	customEmoji                    // <tg-emoji>
+	customSpoiler                  // <tg-spoiler>
+	customOther                    // any other unknown element
+)
+
+// entityLink is the provisional entity type of an <a> in the post text; it
+// becomes a text link, URL, mention, hashtag or cashtag when the link closes.
+const entityLink = "a"
+
+const (
+	// resolvePrefix starts the app link on preview pages that names the channel.
+	resolvePrefix = "tg://resolve?domain="
+	// serviceLabel is what an embed of a service message shows (not localized).
+	serviceLabel = "Service message"
+)
+
 // maxDepth bounds the open-element stack.
 const maxDepth = 256
 
 type frame struct {
 	tag     atom.Atom
-	custom  uint8 // 1 = tg-emoji, 2 = tg-spoiler, 3 = other unknown tag
+	custom  customTag
 	role    role
 	wrap    uint8  // index+1 of the wrapper this element may be in a capture
 	wrapTmp bool   // that capture is tmp, not text
@@ -298,18 +318,18 @@ func tagName(raw []byte, buf *[32]byte) []byte {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
 
-func lookupTag(name []byte) (atom.Atom, uint8) {
+func lookupTag(name []byte) (atom.Atom, customTag) {
 	tag := atom.Lookup(name)
 	if tag != 0 {
-		return tag, 0
+		return tag, customNone
 	}
 	switch string(name) {
 	case "tg-emoji":
-		return 0, 1
+		return 0, customEmoji
 	case "tg-spoiler":
-		return 0, 2
+		return 0, customSpoiler
 	}
-	return 0, 3
+	return 0, customOther
 }
 
 // classRole maps the element's class list to a role and modifiers.
@@ -521,7 +541,7 @@ func (s *scanner) onStart(selfClosing bool) {
 	if len(a.class) > 0 {
 		r, m = classRole(a.class)
 	}
-	if custom == 1 {
+	if custom == customEmoji {
 		r = roleCustomEmoji
 	}
 	if m&modUserIcon != 0 {
@@ -581,7 +601,7 @@ func (s *scanner) onHeadTag(a *attrs, tag atom.Atom) {
 }
 
 // begin applies the start of an element and returns the role it keeps on the stack.
-func (s *scanner) begin(a *attrs, tag atom.Atom, custom uint8, r role, m mods, f *frame) role {
+func (s *scanner) begin(a *attrs, tag atom.Atom, custom customTag, r role, m mods, f *frame) role {
 	// Formatting inside the post text becomes entities.
 	if s.text.depth > 0 && s.post != nil {
 		if r == roleEmoji || r == roleCustomEmoji {
@@ -632,8 +652,8 @@ func (s *scanner) begin(a *attrs, tag atom.Atom, custom uint8, r role, m mods, f
 		if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(string(a.class), "tgme_page_photo_image") {
 			s.pageAvatar = absURL(string(a.src))
 		}
-		if tag == atom.A && strings.HasPrefix(string(a.href), "tg://resolve?domain=") && s.resolveDomain == "" {
-			d := strings.TrimPrefix(string(a.href), "tg://resolve?domain=")
+		if tag == atom.A && strings.HasPrefix(string(a.href), resolvePrefix) && s.resolveDomain == "" {
+			d := strings.TrimPrefix(string(a.href), resolvePrefix)
 			if i := strings.IndexAny(d, "&?"); i >= 0 {
 				d = d[:i]
 			}
@@ -1062,7 +1082,7 @@ func (s *scanner) end(f *frame) {
 		if e.Type == EntityPre && s.text.inPre > 0 {
 			s.text.inPre--
 		}
-		if e.Type == "a" {
+		if e.Type == entityLink {
 			text := ""
 			if f.start <= len(s.text.plain) {
 				text = strings.TrimSpace(string(s.text.plain[f.start:]))
@@ -1247,7 +1267,7 @@ func (s *scanner) end(f *frame) {
 		p.Footer.Author = &author
 	case roleUnsupportedLabel:
 		switch {
-		case rich.String == "Service message" || p.Service != nil:
+		case rich.String == serviceLabel || p.Service != nil:
 			// Embeds of service messages show only this label.
 			if p.Service == nil {
 				p.Service = &Service{Type: "other"}
@@ -1396,7 +1416,7 @@ func serviceType(text string) string {
 	return "other"
 }
 
-func entityType(tag atom.Atom, custom uint8, class []byte) string {
+func entityType(tag atom.Atom, custom customTag, class []byte) string {
 	switch tag {
 	case atom.B, atom.Strong:
 		return EntityBold
@@ -1413,13 +1433,13 @@ func entityType(tag atom.Atom, custom uint8, class []byte) string {
 	case atom.Blockquote:
 		return EntityBlockquote
 	case atom.A:
-		return "a" // classified when it closes, from its text
+		return entityLink // classified when it closes, from its text
 	case atom.Span:
 		if bytes.Contains(class, []byte("tg-spoiler")) {
 			return EntitySpoiler
 		}
 	}
-	if custom == 2 {
+	if custom == customSpoiler {
 		return EntitySpoiler
 	}
 	return ""
