@@ -447,3 +447,13 @@ func TestParsePercent(t *testing.T) {
 		}
 	}
 }
+
+// begin and end hand an element to the reader of its role's group: a role
+// without one would be read nowhere.
+func TestEveryRoleHasAGroup(t *testing.T) {
+	for r := rolePost; r < roleEntity; r++ {
+		if r.group() == groupNone {
+			t.Errorf("role %d has no group in roleGroups", r)
+		}
+	}
+}
