@@ -197,6 +197,21 @@ func TestPost(t *testing.T) {
 	if !slices.Equal(r.codes(), []string{"NOT_FOUND"}) || string(r.Data) != `{"post":null}` {
 		t.Errorf("missing post: %s %+v", r.Data, r.Errors)
 	}
+
+	// A caption beside media the web cannot show keeps its text and says so.
+	var part struct {
+		Post struct {
+			Text  struct{ Plain string }
+			Media []struct {
+				Kind      string
+				Available bool
+			}
+		}
+	}
+	e.query(t, `{ post(channel: "hadashot_today", id: 16) { text { plain } media { kind available } } }`, nil).decode(t, &part)
+	if part.Post.Text.Plain == "" || len(part.Post.Media) != 1 || part.Post.Media[0].Kind != "UNSUPPORTED" || part.Post.Media[0].Available {
+		t.Errorf("post with an unsupported part = %+v", part.Post)
+	}
 }
 
 func TestPreviews(t *testing.T) {

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
 )
 
 // Conformance against real t.me pages that other people captured and
@@ -22,7 +25,8 @@ import (
 // TMEFEED_REALPAGES), and are never copied in.
 //
 // Every page there must parse without a panic and without an error other than
-// the typed ones its content calls for. The pages in conformancePages also
+// the typed ones its content calls for, and no HTML field may carry t.me's
+// wrapper elements (see cfUnwrapped). The pages in conformancePages also
 // carry expectations written by hand from reading their markup: post ids,
 // Unix dates, views, text, media, replies, forwards, polls, link previews,
 // reactions, counters and cursors. A failure names the file, the post and the
@@ -97,6 +101,7 @@ type cfPost struct {
 	once     bool   // text occurs once (album text nested in a second text div)
 	noText   bool
 	html     string   // substring of Text.HTML
+	htmlFrom string   // prefix of Text.HTML: the innermost text block's markup
 	ents     []Entity // entities that must be present (offsets in UTF-16 units)
 
 	media    []cfMedia
@@ -263,7 +268,8 @@ var conformancePages = []cfPage{
 		},
 	},
 	{
-		// GET /s/durov?before=528: cursors both ways.
+		// GET /s/durov?before=528: cursors both ways. Every post with text also
+		// carries a hidden media_not_supported_cont fallback: none is unsupported.
 		file: "s_durov_before_get.html", ws: wsExact,
 		body: &cfBody{
 			channel: &cfChannel{
@@ -358,7 +364,8 @@ var conformancePages = []cfPage{
 				// Album text nested in a second text div: counted once.
 				{id: 278, unix: 1687909532, views: "12.2K", viewsN: 12200, media: imgs(2),
 					text: "I did an impromptu training session with Elon Musk for a few hours yesterday.", once: true,
-					textEnd: "I'm there for them, no matter what."},
+					textEnd:  "I'm there for them, no matter what.",
+					htmlFrom: "I did an impromptu training session with Elon Musk"},
 				{id: 280, unix: 1688081246, views: "11.3K", viewsN: 11300,
 					text: "Here's my conversation with George Hotz, his 3rd time on the podcast. We discuss everything from the nature of time & reality",
 					link: &cfLink{url: "https://www.youtube.com/watch?v=dNrTrx42DGQ", site: "YouTube",
@@ -390,8 +397,10 @@ var conformancePages = []cfPage{
 			user:   "wohnungenberlin",
 			ids:    []int{202, 212, 213, 223},
 			posts: []cfPost{
+				// Album text nested in a second text div.
 				{id: 202, unix: 1769691888, views: "217", viewsN: 217, media: imgs(10), once: true,
-					text: "1340\u20ac - 42m\u00b2 1-Zimmer Wohnung in Berlin Treptow mit Garten - M\u00f6bliert", textFull: true},
+					text: "1340\u20ac - 42m\u00b2 1-Zimmer Wohnung in Berlin Treptow mit Garten - M\u00f6bliert", textFull: true,
+					htmlFrom: "1340\u20ac - 42m\u00b2 1-Zimmer"},
 				{id: 212, unix: 1769760020, views: "190", viewsN: 190, textFull: true,
 					text: "1580\u20ac warm 70m\u00b2 - 2 Zimmer kaulsdorf, m\u00f6bliert, Einbauk\u00fcche, Ab Sofort"},
 				{id: 213, unix: 1769760024, views: "225", viewsN: 225, media: imgs(10), noText: true},
@@ -700,13 +709,15 @@ var conformancePages = []cfPage{
 		file: "fragments/frag_2023_tchan_parse_multimedia_message.html", ws: wsLoose,
 		body: &cfBody{user: "tchantest", ids: []int{84}, posts: []cfPost{
 			{id: 84, unix: 1677236506, views: "436.6K", viewsN: 436600, text: "Multiple videos and pictures", textFull: true, once: true,
-				media: []cfMedia{vid("0:27", 27), img(), vid("0:08", 8), img()}},
+				htmlFrom: "Multiple videos and pictures",
+				media:    []cfMedia{vid("0:27", 27), img(), vid("0:08", 8), img()}},
 		}},
 	},
 	{
 		file: "fragments/frag_2023_tchan_parse_photo_multiple.html", ws: wsLoose,
 		body: &cfBody{user: "tchantest", ids: []int{14}, posts: []cfPost{
-			{id: 14, unix: 1677224060, views: "2", viewsN: 2, text: "Multiple pics", textFull: true, once: true, media: imgs(2)},
+			{id: 14, unix: 1677224060, views: "2", viewsN: 2, text: "Multiple pics", textFull: true, once: true, media: imgs(2),
+				htmlFrom: "Multiple pics"},
 		}},
 	},
 	{
@@ -843,7 +854,8 @@ var conformancePages = []cfPage{
 		file: "fragments/frag_2023_any2feed_message_media_photo_and_video.html", ws: wsLoose,
 		body: &cfBody{user: "anna_news", ids: []int{46908}, posts: []cfPost{
 			{id: 46908, unix: 1677566916, views: "59.5K", viewsN: 59500, once: true,
-				text: "Ночью над Белгородом сбили 3 беспилотника Они упали на улицы города.",
+				text:     "Ночью над Белгородом сбили 3 беспилотника Они упали на улицы города.",
+				htmlFrom: "<b>Ночью над Белгородом",
 				media: []cfMedia{vid("0:05", 5), {kind: MediaImage, url: "https://cdn4.telegram-cdn.org/file/"},
 					{kind: MediaImage, url: "https://cdn4.telegram-cdn.org/file/"}}},
 		}},
@@ -1144,6 +1156,10 @@ func (w *cfBody) check(t *testing.T, rel string, ws cfWS, p *Page) {
 			t.Errorf("%s: Channel is nil", where)
 		} else {
 			ch := p.Channel
+			cfUnwrapped(t, where, "Title.HTML", ch.Title.HTML)
+			if ch.Description != nil {
+				cfUnwrapped(t, where, "Description.HTML", ch.Description.HTML)
+			}
 			if !strings.EqualFold(ch.Username, c.username) {
 				t.Errorf("%s: Username = %q, want %q", where, ch.Username, c.username)
 			}
@@ -1268,6 +1284,9 @@ func (w *cfPost) check(t *testing.T, where string, pageWS cfWS, p *Post) {
 	}
 	if w.html != "" && !strings.Contains(html, w.html) {
 		t.Errorf("%s: Text.HTML = %q, want it to contain %q", where, cfTrunc(html, 120), w.html)
+	}
+	if w.htmlFrom != "" && !strings.HasPrefix(html, w.htmlFrom) {
+		t.Errorf("%s: Text.HTML = %q, want it to start with %q", where, cfTrunc(html, 120), w.htmlFrom)
 	}
 	for _, e := range w.ents {
 		if !slices.ContainsFunc(ents, func(g Entity) bool {
@@ -1450,6 +1469,7 @@ func cfPostInvariants(t *testing.T, where string, p *Post) {
 			}
 		}
 	}
+	cfPostUnwrapped(t, where, p)
 	if s := p.Service; s != nil && !slices.Contains([]string{"channel_created", "title_changed", "photo_changed",
 		"photo_removed", "video_changed", "pinned", "other"}, s.Type) {
 		t.Errorf("%s: Service.Type = %q, not one of the documented types", where, s.Type)
@@ -1484,6 +1504,109 @@ func cfPostInvariants(t *testing.T, where string, p *Post) {
 		for i, o := range pl.Options {
 			if o.Percent < 0 || o.Percent > 100 || o.Name == "" {
 				t.Errorf("%s: Poll.Options[%d] = %+v", where, i, o)
+			}
+		}
+	}
+}
+
+// cfPostUnwrapped checks every HTML field of a post with cfUnwrapped.
+func cfPostUnwrapped(t *testing.T, where string, p *Post) {
+	t.Helper()
+	if x := p.Content.Text; x != nil {
+		cfUnwrapped(t, where, "Text.HTML", x.HTML)
+	}
+	if r := p.Content.Reply; r != nil {
+		cfUnwrapped(t, where, "Reply.Name.HTML", r.Name.HTML)
+		cfUnwrapped(t, where, "Reply.Text.HTML", r.Text.HTML)
+	}
+	if l := p.Content.PreviewLink; l != nil && l.Description != nil {
+		cfUnwrapped(t, where, "PreviewLink.Description.HTML", l.Description.HTML)
+	}
+	if f := p.Forwarded; f != nil {
+		cfUnwrapped(t, where, "Forwarded.Name.HTML", f.Name.HTML)
+	}
+	if a := p.Footer.Author; a != nil {
+		cfUnwrapped(t, where, "Footer.Author.HTML", a.HTML)
+	}
+}
+
+// cfUnwrapped fails when an HTML field holds t.me's text block class or is
+// enclosed, as a whole, by one of t.me's layout elements: a div or span with
+// a tgme_ class, or a bare one such as <span dir="auto">. Formatting that
+// encloses a whole text (<b>…</b>, an emoji) is content and passes.
+func cfUnwrapped(t *testing.T, where, field, h string) {
+	t.Helper()
+	if strings.Contains(h, "tgme_widget_message_text") {
+		t.Errorf("%s: %s holds t.me's text block: %q", where, field, cfTrunc(h, 120))
+		return
+	}
+	if w := cfWrapper(h); w != "" {
+		t.Errorf("%s: %s is wrapped in %s: %q", where, field, w, cfTrunc(h, 120))
+	}
+}
+
+// cfWrapper returns the start tag of the layout element that encloses all of
+// h, or "" when there is none.
+func cfWrapper(h string) string {
+	z := html.NewTokenizer(strings.NewReader(h))
+	first, depth := "", 0
+	for {
+		tt := z.Next()
+		raw := string(z.Raw())
+		switch tt {
+		case html.ErrorToken:
+			return first // an element left open at the end encloses the rest
+		case html.TextToken:
+			if depth == 0 && strings.TrimSpace(raw) != "" {
+				return ""
+			}
+		case html.SelfClosingTagToken:
+			if depth == 0 {
+				return ""
+			}
+		case html.StartTagToken:
+			name, hasAttr := z.TagName()
+			a := atom.Lookup(name)
+			if depth == 0 {
+				if first != "" {
+					return "" // a second element after the first closed
+				}
+				class := ""
+				for hasAttr {
+					var k, v []byte
+					k, v, hasAttr = z.TagAttr()
+					if string(k) == "class" {
+						class = string(v)
+					}
+				}
+				if (a != atom.Div && a != atom.Span) || (class != "" && !strings.Contains(class, "tgme_")) {
+					return ""
+				}
+				first = raw
+			}
+			switch a {
+			case atom.Br, atom.Img, atom.Hr, atom.Wbr, atom.Input, atom.Source, atom.Meta, atom.Link:
+			default:
+				depth++
+			}
+		case html.EndTagToken:
+			if depth--; depth < 0 {
+				return ""
+			}
+			if depth == 0 {
+				// The first element closed: it wraps h only if nothing follows.
+				for {
+					switch z.Next() {
+					case html.ErrorToken:
+						return first
+					case html.TextToken:
+						if strings.TrimSpace(string(z.Raw())) != "" {
+							return ""
+						}
+					default:
+						return ""
+					}
+				}
 			}
 		}
 	}

@@ -156,8 +156,9 @@ const (
 	MediaSticker    = "sticker"
 	MediaDocument   = "document"
 	MediaAudio      = "audio"
-	// MediaUnsupported stands for content Telegram does not show on the web
-	// at all ("Please open Telegram to view this post"); it is never available.
+	// MediaUnsupported stands for a post, or the part of one, that Telegram
+	// does not show on the web ("Please open Telegram to view this post");
+	// it is never available.
 	MediaUnsupported = "unsupported"
 )
 

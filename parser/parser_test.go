@@ -393,6 +393,8 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add(wrapPost(`<b>a<i>b</b>c</i><a href="?q=%23x">#x`))
 	f.Add([]byte(`"<div class=\"tgme_widget_message\" data-post=\"a/1\">"`))
+	f.Add(bubblePost(`<span dir="auto">` + nest(`x <b>y</b>`, " ", 2) + `</span><div class="media_not_supported_cont">` +
+		`<div class="message_media_not_supported_label">Please open Telegram</div></div>`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, k := range []Kind{KindBody, KindMore, KindPreview, KindEmbed} {
 			v, err := parseAs(k, b)
@@ -442,6 +444,16 @@ func TestParsePercent(t *testing.T) {
 	for in, want := range map[string]int{"42%": 42, " 7% ": 7, "100%": 100, "0%": 0, "%": 0, "99999%": 0} {
 		if got := parsePercent(in); got != want {
 			t.Errorf("parsePercent(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// begin and end hand an element to the reader of its role's group: a role
+// without one would be read nowhere.
+func TestEveryRoleHasAGroup(t *testing.T) {
+	for r := rolePost; r < roleEntity; r++ {
+		if r.group() == groupNone {
+			t.Errorf("role %d has no group in roleGroups", r)
 		}
 	}
 }

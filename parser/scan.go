@@ -63,7 +63,6 @@ const (
 	roleFromAuthor
 	roleMeta
 	roleDate
-	roleTime
 	roleError
 	roleMore
 	roleChannelHeader
@@ -80,7 +79,8 @@ const (
 	rolePageDesc
 	rolePageContext
 	roleUnsupportedLabel
-	roleEntity // formatting tag inside message text
+	roleFallback // media_not_supported_cont: what t.me shows only where the rest fails
+	roleEntity   // formatting tag inside message text
 )
 
 // modifier classes that change how a role is read.
@@ -97,17 +97,41 @@ const (
 	modSupportedCont
 )
 
+// customTag tells apart the elements atom.Lookup does not know (their atom is 0).
+type customTag uint8
+
+const (
+	customNone    customTag = iota // a known HTML element
+	customEmoji                    // <tg-emoji>
+	customSpoiler                  // <tg-spoiler>
+	customOther                    // any other unknown element
+)
+
+// entityLink is the provisional entity type of an <a> in the post text; it
+// becomes a text link, URL, mention, hashtag or cashtag when the link closes.
+const entityLink = "a"
+
+const (
+	// resolvePrefix starts the app link on preview pages that names the channel.
+	resolvePrefix = "tg://resolve?domain="
+	// serviceLabel is what an embed of a service message shows (not localized).
+	serviceLabel = "Service message"
+)
+
 // maxDepth bounds the open-element stack.
 const maxDepth = 256
 
 type frame struct {
-	tag    atom.Atom
-	custom uint8 // 1 = tg-emoji, 2 = tg-spoiler, 3 = other unknown tag
-	role   role
-	ent    int32 // index+1 of the entity this element opened in the text capture
-	cap    *capture
-	start  int // byte offset in the text capture's plain text where the element began
-	href   string
+	tag     atom.Atom
+	custom  customTag
+	role    role
+	wrap    uint8  // index+1 of the wrapper this element may be in a capture
+	wrapTmp bool   // that capture is tmp, not text
+	ent     int32  // index+1 of the entity this element opened in the text capture
+	wrapGen uint32 // the capture's generation when the wrapper opened
+	cap     *capture
+	start   int // byte offset in the text capture's plain text where the element began
+	href    string
 }
 
 // attrs are the attributes the parser reads; the rest are never copied.
@@ -147,9 +171,10 @@ type scanner struct {
 	inCustomEmoji   int
 	inPageTitle     int
 	inLabelIcon     int
+	inFallback      int
 	stickerExpected bool
-	supportedCont   bool   // the post has a media_supported_cont block
-	notShownLabel   string // the post's 'open Telegram to view' label, if any
+	supportedCont   bool // the post has a media_supported_cont block
+	fallbackLabel   bool // the post has an 'open Telegram' label inside a fallback block
 
 	text    capture // the post text; the only capture that collects entities
 	tmp     capture // small fields (views, names, titles); one at a time
@@ -293,18 +318,18 @@ func tagName(raw []byte, buf *[32]byte) []byte {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
 
-func lookupTag(name []byte) (atom.Atom, uint8) {
+func lookupTag(name []byte) (atom.Atom, customTag) {
 	tag := atom.Lookup(name)
 	if tag != 0 {
-		return tag, 0
+		return tag, customNone
 	}
 	switch string(name) {
 	case "tg-emoji":
-		return 0, 1
+		return 0, customEmoji
 	case "tg-spoiler":
-		return 0, 2
+		return 0, customSpoiler
 	}
-	return 0, 3
+	return 0, customOther
 }
 
 // classRole maps the element's class list to a role and modifiers.
@@ -344,6 +369,8 @@ func classRole(class []byte) (r role, m mods) {
 			nr = roleLabelIcon
 		case "media_supported_cont":
 			m |= modSupportedCont
+		case "media_not_supported_cont":
+			nr = roleFallback
 		case "tgme_icon_user":
 			m |= modUserIcon
 		case "tgme_widget_message_text":
@@ -514,7 +541,7 @@ func (s *scanner) onStart(selfClosing bool) {
 	if len(a.class) > 0 {
 		r, m = classRole(a.class)
 	}
-	if custom == 1 {
+	if custom == customEmoji {
 		r = roleCustomEmoji
 	}
 	if m&modUserIcon != 0 {
@@ -522,11 +549,32 @@ func (s *scanner) onStart(selfClosing bool) {
 	}
 	f := frame{tag: tag, custom: custom}
 	f.role = s.begin(&a, tag, custom, r, m, &f)
+	if s.text.leading || s.tmp.leading {
+		s.noteStart(&f, tag, a.class, void)
+	}
 	if void {
 		s.end(&f)
 		return
 	}
 	s.stack = append(s.stack, f)
+}
+
+// noteStart tells the open HTML captures that an element started in them.
+// While a capture holds only whitespace, a div or span of Telegram's own (a
+// tgme_ class, or no class at all like the dir="auto" spans) may turn out to
+// wrap all of it; anything else ends the capture's leading run.
+func (s *scanner) noteStart(f *frame, tag atom.Atom, class []byte, void bool) {
+	eligible := !void && f.cap == nil && f.role != roleEntity && (tag == atom.Div || tag == atom.Span) &&
+		(len(class) == 0 || bytes.Contains(class, []byte("tgme_")))
+	for _, c := range [2]*capture{&s.text, &s.tmp} {
+		if c.depth == 0 || !c.leading || f.cap == c {
+			continue
+		}
+		// An element can wrap one capture only; the other, if open, now has content.
+		if i := c.openWrapper(eligible && f.wrap == 0); i > 0 {
+			f.wrap, f.wrapTmp, f.wrapGen = i, c == &s.tmp, c.gen
+		}
+	}
 }
 
 func (s *scanner) onHeadTag(a *attrs, tag atom.Atom) {
@@ -552,368 +600,10 @@ func (s *scanner) onHeadTag(a *attrs, tag atom.Atom) {
 	}
 }
 
-// begin applies the start of an element and returns the role it keeps on the stack.
-func (s *scanner) begin(a *attrs, tag atom.Atom, custom uint8, r role, m mods, f *frame) role {
-	// Formatting inside the post text becomes entities.
-	if s.text.depth > 0 && s.post != nil {
-		if r == roleEmoji || r == roleCustomEmoji {
-			// handled below
-		} else if s.inEmoji == 0 {
-			if typ := entityType(tag, custom, a.class); typ != "" {
-				e := Entity{Offset: s.text.u16, Length: -1, Type: typ}
-				if typ == EntityPre && s.text.inPre >= 0 {
-					s.text.inPre++
-				}
-				if tag == atom.Code && len(s.text.entities) > 0 {
-					// <pre><code class="language-go"> sets the pre block's language
-					last := &s.text.entities[len(s.text.entities)-1]
-					if last.Type == EntityPre && last.Length < 0 && strings.HasPrefix(string(a.class), "language-") {
-						last.Language = strings.TrimPrefix(string(a.class), "language-")
-						return roleNone
-					}
-				}
-				s.text.entities = append(s.text.entities, e)
-				f.ent = int32(len(s.text.entities))
-				f.start = len(s.text.plain)
-				f.href = string(a.href)
-				return roleEntity
-			}
-		}
-	}
-
-	if m&modSupportedCont != 0 {
-		s.supportedCont = true
-	}
-	if m&modAudio != 0 && s.media > 0 && s.post != nil {
-		// the document icon says the file is music
-		if md := &s.post.Content.Media[s.media-1]; md.Type == MediaDocument {
-			md.Type = MediaAudio
-		}
-	}
-	switch r {
-	case roleNone:
-		if tag == atom.Time && s.post != nil && len(a.datetime) > 0 && s.inReply == 0 {
-			s.setDate(string(a.datetime))
-		}
-		if tag == atom.Video && s.media > 0 && s.post != nil {
-			s.videoTag(a)
-		}
-		if tag == atom.Img && s.post == nil && s.inHeader > 0 && s.channel.Avatar == "" {
-			s.channel.Avatar = absURL(string(a.src))
-		}
-		if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(string(a.class), "tgme_page_photo_image") {
-			s.pageAvatar = absURL(string(a.src))
-		}
-		if tag == atom.A && strings.HasPrefix(string(a.href), "tg://resolve?domain=") && s.resolveDomain == "" {
-			d := strings.TrimPrefix(string(a.href), "tg://resolve?domain=")
-			if i := strings.IndexAny(d, "&?"); i >= 0 {
-				d = d[:i]
-			}
-			s.resolveDomain = d
-		}
-		if s.media > 0 && s.post != nil {
-			md := &s.post.Content.Media[s.media-1]
-			if md.Type == MediaSticker {
-				if len(a.dataWebp) > 0 && md.URL == "" {
-					md.URL = absURL(string(a.dataWebp))
-				}
-				if md.Thumb == "" && len(a.style) > 0 {
-					md.Thumb = cssURL(a.style)
-				}
-				switch tag {
-				case atom.Source:
-					if md.URL == "" {
-						md.URL = firstSrc(string(a.srcset))
-					}
-				case atom.Img:
-					if md.Thumb == "" {
-						md.Thumb = absURL(string(a.src))
-					}
-				}
-			}
-		}
-		return roleNone
-	case rolePost:
-		s.startPost(a, m)
-		return rolePost
-	case roleMore:
-		if n := parseInt(string(a.dataBefore)); n > 0 {
-			s.moreBefore = n
-		}
-		if n := parseInt(string(a.dataAfter)); n > 0 {
-			s.moreAfter = n
-		}
-		return roleNone
-	case roleChannelHeader:
-		s.inHeader++
-		return r
-	case roleChannelTitle, roleChannelDesc:
-		if s.post == nil {
-			s.tmp.reset(len(s.stack)+1, true, false)
-			f.cap = &s.tmp
-		}
-		return r
-	case roleChannelUsername, roleCounterValue, roleCounterType, rolePageExtra:
-		if s.post == nil {
-			s.tmp.reset(len(s.stack)+1, false, false)
-			f.cap = &s.tmp
-		}
-		return r
-	case roleCounter:
-		s.counterValue, s.counterType = "", ""
-		return r
-	case roleLabels:
-		s.inTitleLabels = true
-		return r
-	case roleLabelIcon:
-		if s.post == nil && (s.inTitleLabels || s.inPageTitle > 0 || s.inHeader > 0) {
-			label := strings.TrimSuffix(firstClassWithSuffix(string(a.class), "-icon"), "-icon")
-			if label != "" {
-				s.addLabel(label)
-			}
-			if s.inPageTitle > 0 {
-				s.preview.IsVerified = s.preview.IsVerified || label == "verified"
-			}
-		}
-		s.inLabelIcon++
-		return roleLabelIcon
-	case rolePageTitle:
-		if s.post == nil {
-			s.inPageTitle++
-			s.tmp.reset(len(s.stack)+1, true, false)
-			f.cap = &s.tmp
-		}
-		return r
-	case rolePageDesc:
-		if s.post == nil {
-			s.tmp.reset(len(s.stack)+1, true, false)
-			f.cap = &s.tmp
-		}
-		return r
-	case rolePageContext:
-		s.contextLink = string(a.href)
-		return roleNone
-	case roleError:
-		s.errorPage = true
-		return roleNone
-	}
-
-	// Image-only roles work outside posts too (channel avatar) but the rest
-	// belong to a post.
-	if s.post == nil {
-		return roleNone
-	}
-	p := s.post
-	switch r {
-	case roleText:
-		if s.inReply > 0 && p.Content.Reply != nil && p.Content.Reply.Text.String == "" {
-			// 2021 markup: the replied-to snippet is a message_text div inside the reply
-			s.tmp.reset(len(s.stack)+1, true, false)
-			f.cap = &s.tmp
-			return roleReplyText
-		}
-		if s.inReply > 0 || s.inLinkPreview > 0 {
-			return roleNone
-		}
-		if s.text.depth > 0 || (s.textSet && p.Content.Text != nil && p.Content.Text.String != "") {
-			return roleNone // nested text div of an album: count the text once
-		}
-		s.text.reset(len(s.stack)+1, true, true)
-		f.cap = &s.text
-		return r
-	case roleEmoji:
-		s.inEmoji++
-		if s.text.depth > 0 && s.inCustomEmoji == 0 && s.inReactions == 0 {
-			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityEmoji})
-			f.ent = int32(len(s.text.entities))
-		}
-		if s.react != nil {
-			s.react.EmojiImage = cssURL(a.style)
-		}
-		return r
-	case roleCustomEmoji:
-		s.inCustomEmoji++
-		if s.text.depth > 0 && s.inReactions == 0 {
-			s.text.entities = append(s.text.entities, Entity{Offset: s.text.u16, Length: -1, Type: EntityCustomEmoji, EmojiID: string(a.emojiID)})
-			f.ent = int32(len(s.text.entities))
-		}
-		if s.react != nil {
-			s.react.Type = ReactCustomEmoji
-			s.react.EmojiID = string(a.emojiID)
-		}
-		return r
-	}
-	if s.inLinkPreview > 0 {
-		switch r {
-		case roleLPSite, roleLPTitle:
-			s.tmp.reset(len(s.stack)+1, false, false)
-			f.cap = &s.tmp
-			return r
-		case roleLPDesc:
-			s.tmp.reset(len(s.stack)+1, true, false)
-			f.cap = &s.tmp
-			return r
-		case roleLPImage:
-			if p.Content.PreviewLink != nil && p.Content.PreviewLink.Thumb == "" {
-				p.Content.PreviewLink.Thumb = cssURL(a.style)
-			}
-		}
-		return roleNone // media inside a link preview is not post media
-	}
-	if s.inReply > 0 {
-		switch r {
-		case roleReplyThumb:
-			if p.Content.Reply != nil {
-				p.Content.Reply.Cover = cssURL(a.style)
-			}
-		case roleReplyName, roleReplyText:
-			s.tmp.reset(len(s.stack)+1, true, false)
-			f.cap = &s.tmp
-			return r
-		}
-		return roleNone
-	}
-	switch r {
-	case rolePhoto:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaImage, URL: cssURL(a.style), Available: true})
-		return roleNone
-	case roleVideo:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaVideo, Available: m&modNotSupported == 0})
-		s.media = len(p.Content.Media)
-		return r
-	case roleVideoThumb, roleRoundThumb:
-		if s.media > 0 {
-			p.Content.Media[s.media-1].Thumb = cssURL(a.style)
-		}
-		return roleNone
-	case roleVideoTag, roleRoundTag:
-		if s.media > 0 {
-			s.videoTag(a)
-		}
-		return roleNone
-	case roleDuration:
-		if s.media > 0 {
-			s.tmp.reset(len(s.stack)+1, false, false)
-			f.cap = &s.tmp
-			return r
-		}
-		return roleNone
-	case roleVoice:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaVoice, Available: true})
-		s.media = len(p.Content.Media)
-		return r
-	case roleVoiceTag:
-		if s.media > 0 {
-			md := &p.Content.Media[s.media-1]
-			md.URL = absURL(string(a.src))
-			md.Waves = string(a.dataWav)
-		}
-		return roleNone
-	case roleRound:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaRoundVideo, Available: m&modNotSupported == 0})
-		s.media = len(p.Content.Media)
-		return r
-	case roleSticker:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: true, Thumb: cssURL(a.style)})
-		s.media = len(p.Content.Media)
-		return r
-	case roleDocument:
-		p.Content.Media = append(p.Content.Media, Media{Type: MediaDocument, URL: string(a.href), Available: true})
-		s.media = len(p.Content.Media)
-		return r
-	case roleDocTitle, roleDocExtra, roleVenueTitle, roleVenueAddress:
-		s.tmp.reset(len(s.stack)+1, false, false)
-		f.cap = &s.tmp
-		return r
-	case roleLocation:
-		loc := &Location{URL: string(a.href)}
-		loc.Latitude, loc.Longitude = coordsFromMapURL(string(a.href))
-		p.Content.Location = loc
-		return r
-	case roleLocationMap:
-		if p.Content.Location != nil {
-			p.Content.Location.Map = cssURL(a.style)
-		}
-		return roleNone
-	case roleLinkPreview:
-		s.inLinkPreview++
-		p.Content.PreviewLink = &PreviewLink{URL: string(a.href)}
-		return r
-	case rolePoll:
-		p.Content.Poll = &Poll{Options: []PollOption{}}
-		return r
-	case rolePollQuestion, rolePollType, rolePollPercent, rolePollText, roleVoters, roleViews, roleInlineButton:
-		s.tmp.reset(len(s.stack)+1, false, false)
-		f.cap = &s.tmp
-		f.href = string(a.href)
-		return r
-	case rolePollOption:
-		if p.Content.Poll != nil {
-			p.Content.Poll.Options = append(p.Content.Poll.Options, PollOption{})
-			s.option = &p.Content.Poll.Options[len(p.Content.Poll.Options)-1]
-		}
-		return r
-	case roleReply:
-		s.inReply++
-		p.Content.Reply = &Reply{ToMessage: postIDFromURL(string(a.href))}
-		return r
-	case roleForwarded:
-		p.Forwarded = &Forwarded{}
-		s.tmp.reset(len(s.stack)+1, true, false) // fallback name when there is no name element
-		f.cap = &s.tmp
-		return r
-	case roleForwardedName:
-		if p.Forwarded == nil {
-			p.Forwarded = &Forwarded{}
-		}
-		p.Forwarded.URL = string(a.href)
-		s.tmp.reset(len(s.stack)+1, true, false)
-		f.cap = &s.tmp
-		return r
-	case roleReactions:
-		s.inReactions++
-		if p.Content.Reacts == nil {
-			p.Content.Reacts = make([]React, 0, 8) // posts show a handful; grow once at most
-		}
-		return r
-	case roleReaction:
-		typ := ReactEmoji
-		if m&modPaid != 0 {
-			typ = ReactStars
-		}
-		p.Content.Reacts = append(p.Content.Reacts, React{Type: typ})
-		s.react = &p.Content.Reacts[len(p.Content.Reacts)-1]
-		s.tmp.reset(len(s.stack)+1, false, false)
-		f.cap = &s.tmp
-		return r
-	case roleFromAuthor:
-		s.tmp.reset(len(s.stack)+1, true, false)
-		f.cap = &s.tmp
-		return r
-	case roleUnsupportedLabel:
-		s.tmp.reset(len(s.stack)+1, false, false)
-		f.cap = &s.tmp
-		return r
-	case roleMeta:
-		return r
-	case roleDate:
-		if p.ID == 0 {
-			p.ID = postIDFromURL(string(a.href))
-			if p.Channel == "" {
-				p.Channel = channelFromURL(string(a.href))
-			}
-		}
-		return r
-	}
-	return roleNone
-}
-
 func (s *scanner) videoTag(a *attrs) {
 	md := &s.post.Content.Media[s.media-1]
 	if md.Type == MediaSticker {
-		if md.URL == "" {
-			md.URL = absURL(string(a.src))
-		}
+		setDefault(&md.URL, absURL(string(a.src)))
 		return
 	}
 	if len(a.src) > 0 {
@@ -938,6 +628,12 @@ func (s *scanner) onText() {
 		return
 	}
 	raw := s.z.Raw()
+	if s.text.leading && !isBlank(raw) {
+		s.text.leading = false
+	}
+	if s.tmp.leading && !isBlank(raw) {
+		s.tmp.leading = false
+	}
 	if s.text.depth > 0 {
 		if s.text.withHTML {
 			s.text.html = append(s.text.html, raw...)
@@ -968,6 +664,8 @@ func (s *scanner) onEnd() {
 	if tag == atom.Head {
 		s.inHead = false
 	}
+	// A capture's leading run holds start tags only.
+	s.text.leading, s.tmp.leading = false, false
 	// Find the matching open element; stray end tags are ignored.
 	i := len(s.stack) - 1
 	for ; i >= 0; i-- {
@@ -981,6 +679,7 @@ func (s *scanner) onEnd() {
 		}
 		return
 	}
+	w, wTmp, wGen := s.stack[i].wrap, s.stack[i].wrapTmp, s.stack[i].wrapGen
 	for len(s.stack) > i+1 {
 		s.pop()
 	}
@@ -992,210 +691,19 @@ func (s *scanner) onEnd() {
 	if s.tmp.depth > 0 && s.tmp.withHTML {
 		s.tmp.html = append(s.tmp.html, s.z.Raw()...)
 	}
+	if w > 0 {
+		if wTmp {
+			s.tmp.endTagAppended(w, wGen)
+		} else {
+			s.text.endTagAppended(w, wGen)
+		}
+	}
 }
 
 func (s *scanner) pop() {
 	f := s.stack[len(s.stack)-1]
 	s.stack = s.stack[:len(s.stack)-1]
 	s.end(&f)
-}
-
-// end applies the end of an element.
-func (s *scanner) end(f *frame) {
-	if f.ent > 0 && s.text.depth > 0 {
-		e := &s.text.entities[f.ent-1]
-		e.Length = s.text.u16 - e.Offset
-		if e.Type == EntityPre && s.text.inPre > 0 {
-			s.text.inPre--
-		}
-		if e.Type == "a" {
-			text := ""
-			if f.start <= len(s.text.plain) {
-				text = strings.TrimSpace(string(s.text.plain[f.start:]))
-			}
-			kind, link := classifyLink(text, f.href)
-			if kind == "" {
-				e.Length = -1 // not an entity: dropped in finish
-			} else {
-				e.Type, e.URL = kind, link
-			}
-		}
-	}
-	p := s.post
-	switch f.role {
-	case rolePost:
-		s.endPost()
-		return
-	case roleText:
-		if p != nil && f.cap == &s.text {
-			str, ents := s.text.finish()
-			p.Content.Text = &Text{String: str, HTML: strings.TrimSpace(string(s.text.html)), Entities: ents}
-			s.textSet = true
-			s.text.depth = 0
-		}
-		return
-	case roleEmoji:
-		s.inEmoji--
-		return
-	case roleCustomEmoji:
-		s.inCustomEmoji--
-		return
-	case roleChannelHeader:
-		s.inHeader--
-		return
-	case roleLabels:
-		s.inTitleLabels = false
-		return
-	case roleLabelIcon:
-		s.inLabelIcon--
-		return
-	case roleVideo, roleVoice, roleRound, roleSticker, roleDocument:
-		s.media = 0
-		return
-	case roleLinkPreview:
-		s.inLinkPreview--
-		return
-	case roleReply:
-		s.inReply--
-		return
-	case roleReactions:
-		s.inReactions--
-		return
-	case rolePollOption:
-		s.option = nil
-		return
-	}
-	if f.cap == nil || f.cap.depth == 0 {
-		return
-	}
-	c := f.cap
-	rich := c.result()
-	c.depth = 0
-	switch f.role {
-	case roleChannelTitle:
-		s.channel.Title = rich
-		s.hasTitle = true
-	case roleChannelDesc:
-		s.channel.Description = &rich
-	case roleChannelUsername:
-		s.channel.Username = strings.ToLower(strings.TrimPrefix(rich.String, "@"))
-	case roleCounterValue:
-		s.counterValue = rich.String
-		s.setCounter()
-	case roleCounterType:
-		s.counterType = rich.String
-		s.setCounter()
-	case rolePageTitle:
-		s.inPageTitle--
-		s.preview.Title = rich.String
-	case rolePageExtra:
-		s.preview.Subscribers = rich.String
-	case rolePageDesc:
-		s.preview.Description = &rich
-	}
-	if p == nil {
-		return
-	}
-	switch f.role {
-	case roleDuration:
-		if s.media > 0 {
-			if sec, ok := parseDuration(rich.String); ok {
-				p.Content.Media[s.media-1].Duration = &Duration{Formatted: rich.String, Raw: sec}
-			}
-		}
-	case roleDocTitle:
-		if s.media > 0 {
-			p.Content.Media[s.media-1].Title = rich.String
-		}
-	case roleDocExtra:
-		if s.media > 0 {
-			p.Content.Media[s.media-1].Extra = rich.String
-		}
-	case roleVenueTitle:
-		if p.Content.Location != nil {
-			p.Content.Location.Address = strings.TrimSpace(rich.String + " " + p.Content.Location.Address)
-		}
-	case roleVenueAddress:
-		if p.Content.Location != nil {
-			if p.Content.Location.Address != "" {
-				p.Content.Location.Address += ", "
-			}
-			p.Content.Location.Address += rich.String
-		}
-	case roleLPSite:
-		if p.Content.PreviewLink != nil {
-			p.Content.PreviewLink.SiteName = rich.String
-		}
-	case roleLPTitle:
-		if p.Content.PreviewLink != nil {
-			p.Content.PreviewLink.Title = rich.String
-		}
-	case roleLPDesc:
-		if p.Content.PreviewLink != nil {
-			p.Content.PreviewLink.Description = &rich
-		}
-	case rolePollQuestion:
-		if p.Content.Poll != nil {
-			p.Content.Poll.Question = rich.String
-		}
-	case rolePollType:
-		if p.Content.Poll != nil {
-			p.Content.Poll.Type = rich.String
-		}
-	case rolePollPercent:
-		if s.option != nil {
-			s.option.Percent = parsePercent(rich.String)
-		}
-	case rolePollText:
-		if s.option != nil {
-			s.option.Name = rich.String
-		}
-	case roleVoters:
-		if p.Content.Poll == nil {
-			p.Content.Poll = &Poll{Options: []PollOption{}}
-		}
-		p.Content.Poll.Votes = rich.String
-		p.Content.Poll.VotesCount, _ = ParseCount(rich.String)
-	case roleViews:
-		p.Footer.Views = rich.String
-		p.Footer.ViewsCount, _ = ParseCount(rich.String)
-	case roleInlineButton:
-		p.Content.Inline = append(p.Content.Inline, Inline{Title: rich.String, URL: f.href})
-	case roleReplyName:
-		if p.Content.Reply != nil {
-			p.Content.Reply.Name = rich
-		}
-	case roleReplyText:
-		if p.Content.Reply != nil {
-			p.Content.Reply.Text = rich
-		}
-	case roleForwarded:
-		if p.Forwarded != nil && p.Forwarded.Name.String == "" {
-			// no name element: the source is the text after "Forwarded from"
-			name := strings.TrimSpace(strings.TrimPrefix(rich.String, "Forwarded from"))
-			p.Forwarded.Name = Rich{String: name, HTML: name}
-		}
-	case roleForwardedName:
-		if p.Forwarded != nil {
-			p.Forwarded.Name = rich
-		}
-	case roleReaction:
-		if s.react != nil {
-			s.react.Count = rich.String
-			s.react.CountValue, _ = ParseCount(rich.String)
-			s.react = nil
-		}
-	case roleFromAuthor:
-		author := rich
-		p.Footer.Author = &author
-	case roleUnsupportedLabel:
-		// Embeds of service messages show only this label.
-		if rich.String == "Service message" && p.Service == nil {
-			p.Service = &Service{Type: "other"}
-		} else if s.media == 0 {
-			s.notShownLabel = rich.String
-		}
-	}
 }
 
 func (s *scanner) setCounter() {
@@ -1254,7 +762,7 @@ func (s *scanner) startPost(a *attrs, m mods) {
 	s.tmp.depth = 0
 	s.stickerExpected = m&modStickerMedia != 0
 	s.supportedCont = false
-	s.notShownLabel = ""
+	s.fallbackLabel = false
 }
 
 func (s *scanner) endPost() {
@@ -1278,9 +786,9 @@ func (s *scanner) endPost() {
 			p.Content.Media = append(p.Content.Media, Media{Type: MediaSticker, Available: false})
 		}
 	}
-	if s.notShownLabel != "" && !s.supportedCont && len(p.Content.Media) == 0 && p.Service == nil && p.Content.Text == nil && p.Content.Poll == nil {
-		// Since 2025 every post carries the "open Telegram" block beside a
-		// media_supported_cont; alone, it means the web shows nothing.
+	if s.fallbackLabel && !s.supportedCont && len(p.Content.Media) == 0 && p.Service == nil && p.Content.Text == nil && p.Content.Poll == nil {
+		// A fallback block beside a media_supported_cont stays hidden; alone,
+		// in a post with nothing else, it is all the web shows.
 		p.Content.Media = append(p.Content.Media, Media{Type: MediaUnsupported, Available: false})
 	}
 	if len(p.Content.Media) == 0 {
@@ -1328,7 +836,7 @@ func serviceType(text string) string {
 	return "other"
 }
 
-func entityType(tag atom.Atom, custom uint8, class []byte) string {
+func entityType(tag atom.Atom, custom customTag, class []byte) string {
 	switch tag {
 	case atom.B, atom.Strong:
 		return EntityBold
@@ -1345,13 +853,13 @@ func entityType(tag atom.Atom, custom uint8, class []byte) string {
 	case atom.Blockquote:
 		return EntityBlockquote
 	case atom.A:
-		return "a" // classified when it closes, from its text
+		return entityLink // classified when it closes, from its text
 	case atom.Span:
 		if bytes.Contains(class, []byte("tg-spoiler")) {
 			return EntitySpoiler
 		}
 	}
-	if custom == 2 {
+	if custom == customSpoiler {
 		return EntitySpoiler
 	}
 	return ""

@@ -20,7 +20,26 @@ type capture struct {
 	inPre     int  // >0 inside <pre>: whitespace is kept as is
 	entities  []Entity
 	pendingWS bool // a collapsed whitespace run waiting to become one space
+
+	// t.me nests copies of a block inside itself (album text in a second
+	// text div) and wraps names in <span dir="auto">. Such leading elements
+	// are noted while they open, and innerHTML drops those that turn out to
+	// enclose all the captured text, so the field holds the innermost markup.
+	wraps   []wrapper
+	leading bool // only whitespace and wrapper start tags so far
+	gen     uint32
 }
+
+// wrapper is an element opened at the start of a capture's HTML.
+type wrapper struct {
+	inner    int // offset in html just past its start tag
+	endStart int // offset of its end tag; -1 while open
+	endEnd   int // offset just past its end tag
+	plainEnd int // length of plain when it closed
+}
+
+// maxWrappers bounds the wrappers noted per capture (frame.wrap is a uint8).
+const maxWrappers = 255
 
 func (c *capture) reset(depth int, withHTML, rich bool) {
 	c.depth = depth
@@ -32,6 +51,71 @@ func (c *capture) reset(depth int, withHTML, rich bool) {
 	c.inPre = 0
 	c.entities = nil
 	c.pendingWS = false
+	c.wraps = c.wraps[:0]
+	c.leading = withHTML
+	c.gen++
+}
+
+// openWrapper notes an element that may enclose the rest of the capture and
+// returns its index+1, or 0 when the capture's leading run is over.
+func (c *capture) openWrapper(eligible bool) uint8 {
+	if !c.leading {
+		return 0
+	}
+	if !eligible || len(c.wraps) >= maxWrappers {
+		c.leading = false
+		return 0
+	}
+	c.wraps = append(c.wraps, wrapper{inner: len(c.html), endStart: -1})
+	return uint8(len(c.wraps))
+}
+
+// closeWrapper records where wrapper i (index+1) ends: at the current end of
+// the HTML, before its end tag if it has one of its own.
+func (c *capture) closeWrapper(i uint8, gen uint32) {
+	if c.depth == 0 || gen != c.gen || int(i) > len(c.wraps) {
+		return // the capture it belonged to is over
+	}
+	w := &c.wraps[i-1]
+	w.endStart, w.endEnd, w.plainEnd = len(c.html), len(c.html), len(c.plain)
+}
+
+// endTagAppended extends wrapper i (index+1) over its own end tag, which
+// the caller has just appended to the HTML.
+func (c *capture) endTagAppended(i uint8, gen uint32) {
+	if c.depth == 0 || gen != c.gen || int(i) > len(c.wraps) {
+		return
+	}
+	c.wraps[i-1].endEnd = len(c.html)
+}
+
+// innerHTML is the captured HTML without the wrappers that enclose all of
+// its text, whatever their depth, trimmed of surrounding whitespace. What
+// follows a wrapper and adds no text is layout (t.me's spacer for the time
+// overlay) and goes with it.
+func (c *capture) innerHTML() string {
+	lo, hi, plainHi := 0, len(c.html), len(c.plain)
+	for _, w := range c.wraps {
+		if w.endStart < w.inner || w.endEnd < w.endStart || w.endEnd > hi {
+			break // still open, or not inside the previous wrapper
+		}
+		// Trailing spaces inside the wrapper may have been trimmed since.
+		plainEnd := min(w.plainEnd, plainHi)
+		if !isBlank(c.plain[plainEnd:plainHi]) {
+			break // text follows it: not a wrapper
+		}
+		lo, hi, plainHi = w.inner, w.endStart, plainEnd
+	}
+	return strings.TrimSpace(string(c.html[lo:hi]))
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if !isSpace(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // addRaw appends the text of a raw text token, decoding character
@@ -122,6 +206,7 @@ func (c *capture) addText(s string) {
 
 func (c *capture) lineBreak() {
 	c.pendingWS = false
+	c.leading = false
 	c.plain = append(c.plain, '\n')
 	c.u16++
 }
@@ -160,7 +245,7 @@ func (c *capture) finish() (string, []Entity) {
 // result returns the captured text as plain string and inner HTML.
 func (c *capture) result() Rich {
 	s, _ := c.finish()
-	return Rich{String: s, HTML: strings.TrimSpace(string(c.html))}
+	return Rich{String: s, HTML: c.innerHTML()}
 }
 
 func utf16Len(s string) int {
