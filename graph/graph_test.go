@@ -878,6 +878,14 @@ func TestPlayground(t *testing.T) {
 			t.Errorf("%s: %d %q %d bytes", asset, resp.StatusCode, resp.Header.Get("Content-Encoding"), len(body))
 		}
 	}
+	// Browsers ask for the icon at the root, whatever the page links.
+	resp, err := e.srv.Client().Get(e.srv.URL + "/favicon.ico")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/x-icon" || len(body) == 0 {
+		t.Errorf("/favicon.ico: %d %q %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
 }
 
 func readAll(t *testing.T, resp *http.Response) string {

@@ -153,6 +153,7 @@ func New(cfg Config) http.Handler {
 		// The playground page again, and its embedded JavaScript and CSS.
 		r.Get("/playground", cfg.Playground.ServeHTTP)
 		r.Get("/playground/*", cfg.Playground.ServeHTTP)
+		r.Get("/favicon.ico", cfg.Playground.ServeHTTP)
 	}
 	return r
 }
