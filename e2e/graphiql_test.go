@@ -16,11 +16,16 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/net/websocket"
+
+	"github.com/tmefeed/tmefeed/web"
 )
 
 // The query typed into the playground.
@@ -31,10 +36,21 @@ const typedQuery = `{
   }
 }`
 
-func TestGraphiQLRunsATypedQuery(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+// Editors of the playground, as JavaScript expressions.
+const (
+	queryEditor     = `document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror`
+	variablesEditor = `document.querySelector('.graphiql-editor-tool .graphiql-editor:not(.hidden) .CodeMirror').CodeMirror`
+	responsePane    = `document.querySelector('.graphiql-response .CodeMirror').CodeMirror`
+	executeButton   = `document.querySelector('.graphiql-execute-button')`
+)
 
+var operationName = regexp.MustCompile(`(?m)^(?:query|mutation|subscription)\s+(\w+)`)
+
+// openPlayground serves the demo (or E2E_BASE_URL) and opens the
+// playground in a Chromium with a fresh profile, so nothing GraphiQL
+// stored in an earlier run is there.
+func openPlayground(t *testing.T, ctx context.Context) *page {
+	t.Helper()
 	base := os.Getenv("E2E_BASE_URL")
 	if base == "" {
 		base = startDemoServer(t, ctx)
@@ -46,14 +62,103 @@ func TestGraphiQLRunsATypedQuery(t *testing.T) {
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		t.Fatal(err)
 	}
-
 	page := startChromium(t, ctx, base+"/")
 	page.artifacts = artifacts
-	defer page.close()
-
+	t.Cleanup(page.close)
 	// GraphiQL renders its editors once React, GraphiQL and the schema
 	// (fetched by introspection) are loaded, all from the server itself.
-	page.waitFor(t, ctx, `!!document.querySelector('.graphiql-query-editor .CodeMirror') && !!document.querySelector('.graphiql-execute-button')`)
+	page.waitFor(t, ctx, `!!document.querySelector('.graphiql-query-editor .CodeMirror') && !!`+executeButton)
+	return page
+}
+
+// TestGraphiQLRunsEveryPreloadedTab runs each example tab as the page
+// shows it, on a fresh profile: its query and variables are in the
+// editors, and Run answers data without errors.
+func TestGraphiQLRunsEveryPreloadedTab(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	page := openPlayground(t, ctx)
+
+	// What the server told the page to preload.
+	var tabs []web.Tab
+	page.evalInto(t, ctx, `JSON.parse(document.getElementById('playground-config').textContent).tabs`, &tabs)
+	if want := len(web.Examples([]string{"x"})); len(tabs) != want {
+		t.Fatalf("the page preloads %d tabs, want the %d examples", len(tabs), want)
+	}
+	var shown int
+	page.evalInto(t, ctx, `document.querySelectorAll('.graphiql-tabs [role=tab]').length`, &shown)
+	if shown != len(tabs) {
+		t.Fatalf("GraphiQL shows %d tabs, want %d", shown, len(tabs))
+	}
+
+	tabAt := func(i int) string {
+		return fmt.Sprintf(`document.querySelectorAll('.graphiql-tabs [role=tab]')[%d]`, i)
+	}
+	// The first tab is open as the page loads.
+	var first string
+	page.evalInto(t, ctx, tabAt(0)+`.getAttribute('aria-selected')`, &first)
+	if first != "true" {
+		t.Fatalf("the first tab is not the open one on a fresh profile (aria-selected %q)", first)
+	}
+	for i, tab := range tabs {
+		// The open tab is run as loaded: clicking it would reload its
+		// editors from the tab's state and hide what a visitor sees.
+		if i > 0 {
+			page.click(t, ctx, tabAt(i)+`.querySelector('.graphiql-tab-button')`)
+			page.waitFor(t, ctx, tabAt(i)+`.getAttribute('aria-selected') === 'true'`)
+		}
+		var query, vars, resp string
+		page.evalInto(t, ctx, queryEditor+`.getValue()`, &query)
+		page.evalInto(t, ctx, variablesEditor+`.getValue()`, &vars)
+		page.evalInto(t, ctx, responsePane+`.getValue()`, &resp)
+		if query != tab.Query {
+			t.Fatalf("tab %d: the query editor holds %q, want %q", i+1, query, tab.Query)
+		}
+		if vars != tab.Variables {
+			t.Errorf("tab %d: the variables editor holds %q, want %q", i+1, vars, tab.Variables)
+		}
+		if resp != "" {
+			t.Fatalf("tab %d: a response before running: %.200s", i+1, resp)
+		}
+
+		// GraphiQL reads the operation's name from the query editor a moment
+		// after its text changes; Run before that would send the name of the
+		// tab shown before.
+		if m := operationName.FindStringSubmatch(tab.Query); m != nil {
+			page.waitFor(t, ctx, queryEditor+`.operationName === `+strconv.Quote(m[1]))
+		}
+		page.click(t, ctx, executeButton)
+		// The answer is in once the response pane holds a whole JSON value.
+		page.waitFor(t, ctx, `(() => { const v = `+responsePane+`.getValue(); return v !== '' && JSON.parse(v) !== null; })()`)
+		page.evalInto(t, ctx, responsePane+`.getValue()`, &resp)
+		page.screenshot(t, ctx, filepath.Join(page.artifacts, fmt.Sprintf("graphiql-tab-%d.png", i+1)))
+
+		var out struct {
+			Data   map[string]json.RawMessage
+			Errors []json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(resp), &out); err != nil {
+			t.Fatalf("tab %d: response pane %q: %v", i+1, resp, err)
+		}
+		if len(out.Errors) > 0 || len(out.Data) == 0 {
+			t.Errorf("tab %d answered errors or no data: %.500s", i+1, resp)
+		}
+		for field, v := range out.Data {
+			if string(v) == "null" {
+				t.Errorf("tab %d: %s is null: %.500s", i+1, field, resp)
+			}
+		}
+		if !t.Failed() {
+			t.Logf("tab %d (%s): %d bytes of data, no errors", i+1, strings.SplitN(tab.Query, "\n", 2)[0], len(resp))
+		}
+	}
+}
+
+func TestGraphiQLRunsATypedQuery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	page := openPlayground(t, ctx)
+	artifacts := page.artifacts
 
 	// Type the query: focus the editor, select everything, insert the text
 	// as keyboard input.
@@ -69,11 +174,7 @@ func TestGraphiQLRunsATypedQuery(t *testing.T) {
 	}
 
 	// Run it with a mouse click on the execute button.
-	var rect struct{ X, Y float64 }
-	page.evalInto(t, ctx, `(() => { const r = document.querySelector('.graphiql-execute-button').getBoundingClientRect(); return {x: r.x + r.width/2, y: r.y + r.height/2}; })()`, &rect)
-	for _, typ := range []string{"mousePressed", "mouseReleased"} {
-		page.call(t, ctx, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": rect.X, "y": rect.Y, "button": "left", "clickCount": 1})
-	}
+	page.click(t, ctx, executeButton)
 
 	// The answer appears in the response pane.
 	const response = `document.querySelector('.graphiql-response .CodeMirror').CodeMirror.getValue()`
@@ -108,6 +209,13 @@ func TestGraphiQLRunsATypedQuery(t *testing.T) {
 		}
 	}
 	t.Logf("GraphiQL answered %d of %d posts; screenshot in %s", len(out.Data.Feed.Edges), out.Data.Feed.TotalCount, filepath.Join(artifacts, "graphiql.png"))
+
+	// The icons the page links load from the server.
+	var icons []string
+	page.evalInto(t, ctx, `Promise.all([...document.querySelectorAll('link[rel=icon]')].map(l => fetch(l.href).then(r => r.status + ' ' + r.headers.get('content-type'))))`, &icons)
+	if !slices.Equal(icons, []string{"200 image/svg+xml", "200 image/x-icon"}) {
+		t.Errorf("the page's icons answer %q", icons)
+	}
 
 	// Nothing was loaded from outside the server.
 	var external []string
@@ -176,9 +284,30 @@ func freePort(t *testing.T) int {
 // page is one Chromium tab driven over the DevTools protocol.
 type page struct {
 	cmd       *exec.Cmd
+	profile   string // the browser's fresh user-data-dir
 	ws        *websocket.Conn
 	next      int
 	artifacts string // where a screenshot of a failed wait goes
+}
+
+// chromiumBinary finds the browser: $CHROMIUM, else chromium on PATH,
+// else Debian's /usr/bin/chromium (a CI PATH may lack /usr/bin). A missing
+// browser fails the test rather than skipping it, so that CI cannot pass
+// without running it.
+func chromiumBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("CHROMIUM"); bin != "" {
+		return bin
+	}
+	if bin, err := exec.LookPath("chromium"); err == nil {
+		return bin
+	}
+	const debian = "/usr/bin/chromium"
+	if _, err := os.Stat(debian); err == nil {
+		return debian
+	}
+	t.Fatalf("no Chromium: CHROMIUM is unset, chromium is not on PATH and %s does not exist; install Debian's chromium package (apt-get install chromium) or set CHROMIUM", debian)
+	return ""
 }
 
 var devtoolsURL = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
@@ -187,24 +316,27 @@ var devtoolsURL = regexp.MustCompile(`DevTools listening on (ws://\S+)`)
 // attaches to its tab.
 func startChromium(t *testing.T, ctx context.Context, url string) *page {
 	t.Helper()
-	bin := os.Getenv("CHROMIUM")
-	if bin == "" {
-		bin = "chromium"
+	bin := chromiumBinary(t)
+	profile, err := os.MkdirTemp("", "e2e-chromium-")
+	if err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(bin,
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--disable-dev-shm-usage", "--window-size=1400,900",
-		"--user-data-dir="+t.TempDir(), "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
+		"--user-data-dir="+profile, "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
 		url)
+	// Its own process group, so that close ends the renderers too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s (install Debian's chromium package): %v", bin, err)
+		t.Fatalf("start %s (install Debian's chromium package, or set CHROMIUM): %v", bin, err)
 	}
-	p := &page{cmd: cmd}
+	p := &page{cmd: cmd, profile: profile}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
@@ -260,8 +392,16 @@ func (p *page) close() {
 		_ = p.ws.Close()
 	}
 	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		_ = p.cmd.Wait()
+	}
+	// Renderers may write to the profile until the kill reaches them, so
+	// its removal is retried; t.TempDir would fail the test instead.
+	for i := 0; i < 50; i++ {
+		if os.RemoveAll(p.profile) == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -330,6 +470,17 @@ func (p *page) evalInto(t *testing.T, ctx context.Context, expr string, v any) {
 func (p *page) eval(t *testing.T, ctx context.Context, expr string) {
 	t.Helper()
 	p.evalInto(t, ctx, expr, nil)
+}
+
+// click presses and releases the left mouse button over the middle of the
+// element a JavaScript expression finds.
+func (p *page) click(t *testing.T, ctx context.Context, element string) {
+	t.Helper()
+	var rect struct{ X, Y float64 }
+	p.evalInto(t, ctx, `(() => { const r = (`+element+`).getBoundingClientRect(); return {x: r.x + r.width/2, y: r.y + r.height/2}; })()`, &rect)
+	for _, typ := range []string{"mousePressed", "mouseReleased"} {
+		p.call(t, ctx, "Input.dispatchMouseEvent", map[string]any{"type": typ, "x": rect.X, "y": rect.Y, "button": "left", "clickCount": 1})
+	}
 }
 
 // waitFor polls a JavaScript condition until it holds.

@@ -80,7 +80,6 @@ func newEnv(t testing.TB, o envOptions) *env {
 		DisableIntrospection: o.noIntrospection,
 		ComplexityLimit:      o.complexityLimit,
 		MaxDepth:             o.maxDepth,
-		CORSOrigins:          o.corsOrigins,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +88,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour})
+	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour, CORSOrigins: o.corsOrigins})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	e := &env{origin: fo, cache: store, pages: ps, feed: fs, srv: srv}

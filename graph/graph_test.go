@@ -810,19 +810,24 @@ func TestIntrospection(t *testing.T) {
 	}
 }
 
+// CORS is the server's one policy; here it is checked against the real
+// GraphQL handler, with the headers Apollo Client sends.
 func TestCORS(t *testing.T) {
 	e := newEnv(t, envOptions{corsOrigins: []string{"https://app.example"}})
 	req, _ := http.NewRequest(http.MethodOptions, e.srv.URL+"/graphql", nil)
 	req.Header.Set("Origin", "https://app.example")
 	req.Header.Set("Access-Control-Request-Method", "POST")
-	req.Header.Set("Access-Control-Request-Headers", "content-type")
+	req.Header.Set("Access-Control-Request-Headers", "content-type,x-request-id,apollographql-client-name,apollographql-client-version")
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "https://app.example" {
-		t.Errorf("preflight Allow-Origin = %q (status %d)", got, resp.StatusCode)
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "https://app.example" || resp.StatusCode != http.StatusNoContent {
+		t.Errorf("preflight: status %d, Allow-Origin %q", resp.StatusCode, got)
+	}
+	if got := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers")); !strings.Contains(got, "apollographql-client-name") || !strings.Contains(got, "x-request-id") {
+		t.Errorf("preflight Allow-Headers %q", got)
 	}
 	req.Header.Set("Origin", "https://evil.example")
 	resp, err = e.srv.Client().Do(req)
@@ -832,6 +837,30 @@ func TestCORS(t *testing.T) {
 	resp.Body.Close()
 	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "" {
 		t.Errorf("foreign origin allowed: %q", got)
+	}
+
+	post, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/graphql", strings.NewReader(`{"query": "{ channel(username: \"tmefeed_news\") { title } }"}`))
+	post.Header.Set("Content-Type", "application/json")
+	post.Header.Set("Origin", "https://app.example")
+	post.Header.Set("Apollographql-Client-Name", "web")
+	resp, err = e.srv.Client().Do(post)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Data   struct{ Channel struct{ Title string } }
+		Errors []json.RawMessage
+	}
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || out.Data.Channel.Title == "" || len(out.Errors) > 0 {
+		t.Fatalf("POST: status %d, %v, %+v", resp.StatusCode, err, out)
+	}
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != "https://app.example" {
+		t.Errorf("POST Allow-Origin %q", got)
+	}
+	if got := resp.Header.Get("Access-Control-Expose-Headers"); !strings.Contains(got, "X-Request-Id") || resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("POST Expose-Headers %q, X-Request-Id %q", got, resp.Header.Get("X-Request-Id"))
 	}
 }
 
@@ -863,6 +892,14 @@ func TestPlayground(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "gzip" || len(body) < 1000 {
 			t.Errorf("%s: %d %q %d bytes", asset, resp.StatusCode, resp.Header.Get("Content-Encoding"), len(body))
 		}
+	}
+	// Browsers ask for the icon at the root, whatever the page links.
+	resp, err := e.srv.Client().Get(e.srv.URL + "/favicon.ico")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/x-icon" || len(body) == 0 {
+		t.Errorf("/favicon.ico: %d %q %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/go-chi/cors"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/tmefeed/tmefeed/cache"
@@ -64,11 +63,8 @@ type HandlerConfig struct {
 	DisableIntrospection bool
 	// DisableFastPath sends feed queries through the regular executor.
 	DisableFastPath bool
-	// CORSOrigins lists the origins browsers may call the API from ("*"
-	// for any); empty sends no CORS headers.
-	CORSOrigins []string
-	Logger      *slog.Logger
-	Now         func() time.Time
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
 
 // NewHandler returns the http.Handler serving POST and GET /graphql.
@@ -128,16 +124,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	srv.Use(limits{maxDepth: cfg.MaxDepth, maxAliases: cfg.MaxAliases, maxRootFields: cfg.MaxRootFields, noIntrospection: cfg.DisableIntrospection})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 
-	var h http.Handler = srv
-	if len(cfg.CORSOrigins) > 0 {
-		h = cors.Handler(cors.Options{
-			AllowedOrigins: cfg.CORSOrigins,
-			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodOptions},
-			AllowedHeaders: []string{"Accept", "Content-Type", "Authorization"},
-			MaxAge:         600,
-		})(h)
-	}
-	return h, nil
+	return srv, nil
 }
 
 func setDefault[T int | int64](v *T, def T) {

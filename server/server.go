@@ -58,6 +58,9 @@ type Config struct {
 	Playground http.Handler
 	// Feed serves POST /v1/feed when not nil.
 	Feed FeedService
+	// CORSOrigins lists the origins browsers may call every route from
+	// ("*" for any); empty sends no CORS headers.
+	CORSOrigins []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -105,7 +108,12 @@ func New(cfg Config) http.Handler {
 	h.idPrefix = hex.EncodeToString(p[:])
 
 	r := chi.NewRouter()
-	r.Use(h.logRequests, h.recoverPanics, h.limitBody, middleware.GetHead)
+	r.Use(h.logRequests, h.recoverPanics)
+	// Before the body limit, so that a 413 is readable cross-origin too.
+	if c := newCORS(cfg.CORSOrigins); c != nil {
+		r.Use(c)
+	}
+	r.Use(h.limitBody, middleware.GetHead)
 	r.NotFound(h.notFound)
 	// chi sends here both a known method on a route without it and any
 	// method chi does not know; neither tells the handler the allowed
@@ -135,16 +143,17 @@ func New(cfg Config) http.Handler {
 	})
 	// Mount points take only the methods they serve, so that any other
 	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
+	// OPTIONS is no exception: CORS preflights never reach the router.
 	if cfg.GraphQL != nil {
 		r.Get("/graphql", cfg.GraphQL.ServeHTTP)
 		r.Post("/graphql", cfg.GraphQL.ServeHTTP)
-		r.Options("/graphql", cfg.GraphQL.ServeHTTP) // CORS preflight
 	}
 	if cfg.Playground != nil {
 		r.Get("/", cfg.Playground.ServeHTTP)
 		// The playground page again, and its embedded JavaScript and CSS.
 		r.Get("/playground", cfg.Playground.ServeHTTP)
 		r.Get("/playground/*", cfg.Playground.ServeHTTP)
+		r.Get("/favicon.ico", cfg.Playground.ServeHTTP)
 	}
 	return r
 }

@@ -63,6 +63,7 @@ type envOptions struct {
 	feed           bool               // serve POST /v1/feed from a real feed service
 	graphQL        http.Handler       // server.Config.GraphQL
 	playground     http.Handler       // server.Config.Playground
+	cors           []string           // server.Config.CORSOrigins
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -103,7 +104,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			Now:      e.clock.Now,
 		})
 	}
-	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground}
+	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors}
 	if opts.feed {
 		src, ok := svc.(feed.PageSource)
 		if !ok {

@@ -8,7 +8,9 @@ package web
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,19 +18,32 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
-//go:embed index.html dist
+//go:generate go run favicon_gen.go
+
+//go:embed index.html dist favicon.svg favicon.ico
 var files embed.FS
+
+// faviconPath is where browsers look for a site's icon unasked; the
+// server must route it to this handler.
+const faviconPath = "/favicon.ico"
+
+// faviconMaxAge is how long, in seconds, browsers may keep /favicon.ico
+// without asking again; its URL carries no version.
+const faviconMaxAge = 86400
 
 // Config configures the playground.
 type Config struct {
 	// Endpoint is the GraphQL URL the playground calls ("/graphql").
 	Endpoint string
-	// Assets is the URL path the JavaScript and CSS are served under
-	// ("/playground/assets"); the handler must receive requests for it.
+	// Assets is the URL path the JavaScript, CSS and icon are served
+	// under ("/playground/assets"); the handler must receive requests for
+	// it, and for /favicon.ico.
 	Assets string
 	// Channels name the channels the example queries use (["durov"]).
 	Channels []string
@@ -46,10 +61,11 @@ type handler struct {
 	assets string
 	once   sync.Once
 	gz     map[string][]byte // gzip-compressed assets, made on first use
+	icoTag string            // ETag of favicon.ico
 }
 
-// Handler returns the playground: the page for any path outside
-// cfg.Assets, the embedded files under it.
+// Handler returns the playground: the embedded files under cfg.Assets,
+// the icon at /favicon.ico, the page for any other path.
 func Handler(cfg Config) (http.Handler, error) {
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = "/graphql"
@@ -71,6 +87,14 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err := json.Unmarshal(b, &manifest); err != nil {
 		return nil, fmt.Errorf("web: manifest: %w", err)
 	}
+	svg, err := files.ReadFile("favicon.svg")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
+	ico, err := files.ReadFile("favicon.ico")
+	if err != nil {
+		return nil, fmt.Errorf("web: %w", err)
+	}
 	conf, err := json.Marshal(map[string]any{"endpoint": cfg.Endpoint, "tabs": Examples(cfg.Channels)})
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
@@ -88,12 +112,19 @@ func Handler(cfg Config) (http.Handler, error) {
 			"react":    manifest.SHA256["react.production.min.js"],
 			"reactdom": manifest.SHA256["react-dom.production.min.js"],
 			"graphiql": manifest.SHA256["graphiql.min.js"],
+			"favicon":  shortHash(svg),
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	return &handler{index: page.Bytes(), assets: cfg.Assets}, nil
+	return &handler{index: page.Bytes(), assets: cfg.Assets, icoTag: `"` + shortHash(ico) + `"`}, nil
+}
+
+// shortHash versions an asset's URL, as build.mjs does for dist/.
+func shortHash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +135,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if name, ok := strings.CutPrefix(r.URL.Path, h.assets+"/"); ok {
 		h.asset(w, r, name)
+		return
+	}
+	if r.URL.Path == faviconPath {
+		h.favicon(w, r)
 		return
 	}
 	hd := w.Header()
@@ -118,7 +153,11 @@ func (h *handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 		http.NotFound(w, r)
 		return
 	}
-	b, err := files.ReadFile("dist/" + name)
+	file := "dist/" + name
+	if name == "favicon.svg" { // not from npm, so not in dist/
+		file = name
+	}
+	b, err := files.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		http.NotFound(w, r)
 		return
@@ -133,6 +172,8 @@ func (h *handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 		hd.Set("Content-Type", "text/javascript; charset=utf-8")
 	case ".css":
 		hd.Set("Content-Type", "text/css; charset=utf-8")
+	case ".svg":
+		hd.Set("Content-Type", "image/svg+xml")
 	default:
 		hd.Set("Content-Type", "text/plain; charset=utf-8")
 	}
@@ -153,6 +194,22 @@ func (h *handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 		}
 	}
 	_, _ = w.Write(b)
+}
+
+// favicon serves favicon.ico, cached for a day and revalidated by ETag.
+func (h *handler) favicon(w http.ResponseWriter, r *http.Request) {
+	b, err := files.ReadFile("favicon.ico")
+	if err != nil {
+		http.Error(w, "asset unreadable", http.StatusInternalServerError)
+		return
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "image/x-icon")
+	hd.Set("Cache-Control", "public, max-age="+strconv.Itoa(faviconMaxAge))
+	hd.Set("ETag", h.icoTag)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	// ServeContent answers If-None-Match with 304, and HEAD.
+	http.ServeContent(w, r, "favicon.ico", time.Time{}, bytes.NewReader(b))
 }
 
 // compress gzips the scripts and styles once; they shrink about fourfold.

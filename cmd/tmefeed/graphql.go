@@ -34,7 +34,6 @@ func newGraphQL(cfg serveConfig, svc *pages.Service, store cache.Cache, log *slo
 		Feed:                 feeds,
 		Cache:                store,
 		DisableIntrospection: !cfg.Introspection,
-		CORSOrigins:          splitList(cfg.CORSOrigins),
 		Logger:               log,
 	})
 	if err != nil {

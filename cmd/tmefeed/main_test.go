@@ -16,7 +16,7 @@ import (
 // The README's run command: serve --demo answers /v1/body with real posts,
 // then shuts down cleanly when its context ends.
 func TestServeDemo(t *testing.T) {
-	cfg, err := parseServeConfig([]string{"--demo", "--port", "0", "--log-level", "warn"}, env(nil), io.Discard)
+	cfg, err := parseServeConfig([]string{"--demo", "--port", "0", "--log-level", "warn"}, env(map[string]string{"CORS_ORIGINS": "https://app.example"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,20 @@ func TestServeDemo(t *testing.T) {
 	}
 	if len(page.Content.Posts) == 0 {
 		t.Error("demo page has no posts")
+	}
+
+	// CORS_ORIGINS reaches the REST routes, not only GraphQL.
+	pre, _ := http.NewRequest(http.MethodOptions, base+"/v1/feed", nil)
+	pre.Header.Set("Origin", "https://app.example")
+	pre.Header.Set("Access-Control-Request-Method", "POST")
+	pre.Header.Set("Access-Control-Request-Headers", "content-type")
+	if resp, err := client.Do(pre); err != nil {
+		t.Error(err)
+	} else {
+		resp.Body.Close()
+		if got := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode != http.StatusNoContent || got != "https://app.example" {
+			t.Errorf("preflight: status %d, Allow-Origin %q", resp.StatusCode, got)
+		}
 	}
 
 	cancel()

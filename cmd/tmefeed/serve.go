@@ -68,6 +68,8 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		GraphQL:    gql.handler,
 		Playground: gql.playground,
 		Feed:       gql.feeds,
+		// One CORS policy for REST and GraphQL alike.
+		CORSOrigins: splitList(cfg.CORSOrigins),
 	})
 
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
