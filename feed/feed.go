@@ -334,6 +334,9 @@ func (s *Service) Rendered(p *Page, key string, render func() ([]byte, error)) (
 		if err != nil {
 			return nil, err
 		}
+		if int64(len(b)) >= s.cfg.RenderedBytes {
+			return b, nil // could never be kept
+		}
 		if spare := cap(b) - len(b); spare > len(b)/8 {
 			// A grown buffer may be up to twice its content; kept bytes
 			// should cost what they hold.
