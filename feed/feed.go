@@ -337,7 +337,7 @@ func (s *Service) Rendered(p *Page, key string, render func() ([]byte, error)) (
 		if int64(len(b)) >= s.cfg.RenderedBytes {
 			return b, nil // could never be kept
 		}
-		if spare := cap(b) - len(b); spare > len(b)/8 {
+		if spare := cap(b) - len(b); spare > len(b)/4 {
 			// A grown buffer may be up to twice its content; kept bytes
 			// should cost what they hold.
 			b = slices.Clip(bytes.Clone(b))
