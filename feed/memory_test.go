@@ -99,7 +99,10 @@ func (s *stack) accounted() (total float64, parts string) {
 // parsed-page cache has mostly dropped, and checks that the accounted
 // bytes — each parse once, whoever holds it — match the heap's growth.
 func TestBuildAccounting(t *testing.T) {
-	const feeds, width = 30, 20
+	feeds, width := 30, 20
+	if raceEnabled {
+		feeds, width = 10, 10
+	}
 	s := newStack(t, 1<<20, 1<<30, 1<<30)
 	s.feedOf(t, 100_000, 4) // codec state and the like, not the stores'
 	s.pages.CleanUp()
@@ -124,15 +127,19 @@ func TestBuildAccounting(t *testing.T) {
 // are dropped by bytes, and dropping a build releases its parses.
 func TestKeptBuildsWithinBound(t *testing.T) {
 	const keptMax, renderedMax = 2 << 20, 64 << 10
+	width := 10 // each build ~0.5 MB with its parses: 20 of them into 2 MiB
+	if raceEnabled {
+		width = 5
+	}
 	s := newStack(t, 1<<20, keptMax, renderedMax)
 	for i := range 20 {
-		s.feedOf(t, i*10, 10)
+		s.feedOf(t, i*width, width)
 	}
 	s.pages.CleanUp()
 	s.feeds.CleanUp()
 	f, p := s.feeds.Stats(), s.pages.Stats()
-	t.Logf("20 feeds of 10 channels: builds %d B in %d (bound %d), rendered %d B (bound %d), parses held %d B, parsed cache %d B",
-		f.KeptBytes, f.Kept, keptMax, f.RenderedBytes, renderedMax, p.HeldBytes, p.ParsedBytes)
+	t.Logf("20 feeds of %d channels: builds %d B in %d (bound %d), rendered %d B (bound %d), parses held %d B, parsed cache %d B",
+		width, f.KeptBytes, f.Kept, keptMax, f.RenderedBytes, renderedMax, p.HeldBytes, p.ParsedBytes)
 	if f.KeptBytes > keptMax || f.RenderedBytes > renderedMax {
 		t.Errorf("over a bound: builds %d/%d B, rendered %d/%d B", f.KeptBytes, keptMax, f.RenderedBytes, renderedMax)
 	}

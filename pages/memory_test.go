@@ -141,7 +141,10 @@ func measureService(t *testing.T, page []byte, n int, cfg pages.Config, refresh 
 func TestStoreAccounting(t *testing.T) {
 	files := fixturePages(t)
 	preview := files["s/just_launched.html"]
-	const n = 5000
+	n := 5000
+	if raceEnabled {
+		n = 1000
+	}
 
 	t.Run("parsed", func(t *testing.T) {
 		// CACHE_MODE=off: nothing but the parses is kept.
@@ -175,9 +178,9 @@ func check(t *testing.T, accounted, growth float64) {
 func TestStoresStayWithinBounds(t *testing.T) {
 	const parsedMax, hotMax = 256 << 10, 64 << 10
 	page := fixturePages(t)["s/tmefeed_news.html"]
-	_, svc, _ := measureService(t, page, 100, pages.Config{ParsedBytes: parsedMax, HotBytes: hotMax}, time.Hour, 4000)
+	_, svc, _ := measureService(t, page, 30, pages.Config{ParsedBytes: parsedMax, HotBytes: hotMax}, time.Hour, 4000)
 	st := svc.Stats()
-	t.Logf("100 pages of %d B: parsed %d B (bound %d), hot %d B (bound %d)", len(page), st.ParsedBytes, parsedMax, st.HotBytes, hotMax)
+	t.Logf("30 pages of %d B: parsed %d B (bound %d), hot %d B (bound %d)", len(page), st.ParsedBytes, parsedMax, st.HotBytes, hotMax)
 	if st.ParsedBytes > parsedMax || st.HotBytes > hotMax {
 		t.Errorf("over a bound: parsed %d/%d B, hot %d/%d B", st.ParsedBytes, parsedMax, st.HotBytes, hotMax)
 	}
