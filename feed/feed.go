@@ -6,21 +6,26 @@
 package feed
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/maypok86/otter/v2"
 	"github.com/zeebo/xxh3"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -39,8 +44,17 @@ const (
 	DefaultConcurrency   = 16
 	DefaultMaxAge        = 5 * time.Minute
 	DefaultBuildTimeout  = 30 * time.Second
-	DefaultKeptFeeds     = 256
-	DefaultRenderedBytes = 64 << 20
+	DefaultKeptBytes     = 16 << 20
+	DefaultRenderedBytes = 16 << 20
+)
+
+// Heap an entry costs beyond what its weigher counts from its contents:
+// otter's node, hash-table slot and share of the frequency sketch.
+// Measured as live-heap growth over 50,000 entries (amd64, Go 1.26, otter
+// v2.4.0); TestBuildAccounting checks the totals.
+const (
+	keptOverhead     = 104
+	renderedOverhead = 120
 )
 
 // Config configures a Service.
@@ -63,11 +77,19 @@ type Config struct {
 	// BuildTimeout bounds one build; a build serves many callers and so is
 	// not cancelled when one of them goes away (DefaultBuildTimeout).
 	BuildTimeout time.Duration
-	// KeptFeeds bounds the number of builds kept (DefaultKeptFeeds).
-	KeptFeeds int
-	// RenderedBytes bounds the rendered responses kept beside the builds
-	// (DefaultRenderedBytes).
+	// KeptBytes bounds the builds kept, in estimated heap bytes
+	// (DefaultKeptBytes). A build is charged for its own items and for
+	// every parsed page its items point into, since keeping it keeps them.
+	KeptBytes int64
+	// RenderedBytes bounds the rendered responses kept beside the builds,
+	// in bytes (DefaultRenderedBytes).
 	RenderedBytes int64
+	// BuildingPages bounds the channel pages that builds in progress hold
+	// at once, all builds together: a build of n channels waits until n
+	// are free (one of more channels than this waits until no other build
+	// runs). It bounds the parse working set of many distinct cold feeds
+	// arriving together. Zero means 2×MaxChannels.
+	BuildingPages int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -135,10 +157,44 @@ type Service struct {
 	cfg      Config
 	flights  singleflight.Group
 	renders  singleflight.Group
-	kept     *otter.Cache[string, kept]
+	kept     *otter.Cache[string, *build]
+	keptOwn  atomic.Int64 // own bytes of the kept builds (their pages not included)
 	rendered *otter.Cache[string, []byte]
+	building *semaphore.Weighted // channel pages held by builds in progress
 	builds   atomic.Int64
 	lastID   atomic.Uint64
+}
+
+// Stats is what a Service holds in memory, in estimated heap bytes.
+type Stats struct {
+	KeptBytes     uint64 // the weight of the kept builds, their parsed pages included
+	KeptOwnBytes  int64  // the same without the parsed pages, which pages.Stats.HeldBytes counts
+	RenderedBytes uint64 // rendered responses
+	Kept          int    // builds kept
+}
+
+// Stats returns the current sizes.
+func (s *Service) Stats() Stats {
+	return Stats{
+		KeptBytes:     s.kept.WeightedSize(),
+		KeptOwnBytes:  s.keptOwn.Load(),
+		RenderedBytes: s.rendered.WeightedSize(),
+		Kept:          s.kept.EstimatedSize(),
+	}
+}
+
+// CleanUp finishes pending evictions, so that Stats is exact. For tests
+// and measurements.
+func (s *Service) CleanUp() {
+	s.kept.CleanUp()
+	s.rendered.CleanUp()
+}
+
+// Close stops the stores' background goroutines. The Service keeps
+// working, without periodic expiry.
+func (s *Service) Close() {
+	s.kept.StopAllGoroutines()
+	s.rendered.StopAllGoroutines()
 }
 
 // build is a merged, de-duplicated, filtered and ordered feed.
@@ -149,12 +205,13 @@ type build struct {
 	order   Order
 	hash    uint64 // of the channels' page hashes and failures
 	builtAt time.Time
-}
-
-// kept is a build with the time until which it is reused unchecked.
-type kept struct {
-	b          *build
-	validUntil time.Time
+	// validUntil (Unix nanoseconds) is when the build stops being reused
+	// unchecked; a recheck that finds the pages unchanged moves it.
+	validUntil atomic.Int64
+	// pinned are the parses the items point into, held while the build is
+	// kept; own is the build's heap without them.
+	pinned []*pages.Parsed
+	own    int64
 }
 
 // New returns a Service.
@@ -167,27 +224,55 @@ func New(cfg Config) (*Service, error) {
 	setDefault(&cfg.Concurrency, DefaultConcurrency)
 	setDefault(&cfg.MaxAge, DefaultMaxAge)
 	setDefault(&cfg.BuildTimeout, DefaultBuildTimeout)
-	setDefault(&cfg.KeptFeeds, DefaultKeptFeeds)
+	setDefault(&cfg.KeptBytes, DefaultKeptBytes)
 	setDefault(&cfg.RenderedBytes, DefaultRenderedBytes)
+	setDefault(&cfg.BuildingPages, 2*cfg.MaxChannels)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	keptCache, err := otter.New(&otter.Options[string, kept]{
-		MaximumSize:      cfg.KeptFeeds,
-		ExpiryCalculator: otter.ExpiryWriting[string, kept](cfg.MaxAge),
+	s := &Service{cfg: cfg, building: semaphore.NewWeighted(int64(cfg.BuildingPages))}
+	var err error
+	s.kept, err = otter.New(&otter.Options[string, *build]{
+		MaximumWeight: uint64(cfg.KeptBytes),
+		Weigher: func(k string, b *build) uint32 {
+			n := memsize.String(len(k)) + b.own + keptOverhead
+			for _, p := range b.pinned {
+				n += p.Bytes()
+			}
+			return uint32(min(n, math.MaxUint32))
+		},
+		ExpiryCalculator: otter.ExpiryWriting[string, *build](cfg.MaxAge),
+		// Atomic: runs as the entry goes, so Stats never lags behind.
+		OnAtomicDeletion: func(e otter.DeletionEvent[string, *build]) {
+			s.keptOwn.Add(-e.Value.own)
+			for _, p := range e.Value.pinned {
+				p.Release()
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("feed: %w", err)
 	}
-	rendered, err := otter.New(&otter.Options[string, []byte]{
-		MaximumWeight:    uint64(cfg.RenderedBytes),
-		Weigher:          func(k string, v []byte) uint32 { return uint32(min(len(k)+len(v), 1<<31)) },
+	s.rendered, err = otter.New(&otter.Options[string, []byte]{
+		MaximumWeight: uint64(cfg.RenderedBytes),
+		Weigher: func(k string, v []byte) uint32 {
+			return uint32(min(memsize.String(len(k))+memsize.Alloc(cap(v))+renderedOverhead, math.MaxUint32))
+		},
 		ExpiryCalculator: otter.ExpiryWriting[string, []byte](cfg.MaxAge),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("feed: %w", err)
 	}
-	return &Service{cfg: cfg, kept: keptCache, rendered: rendered}, nil
+	return s, nil
+}
+
+// keep stores b under key, holding its parses for as long as it stays.
+func (s *Service) keep(key string, b *build) {
+	for _, p := range b.pinned {
+		p.Hold()
+	}
+	s.keptOwn.Add(b.own)
+	s.kept.Set(key, b)
 }
 
 func setDefault[T int | int64 | time.Duration](v *T, def T) {
@@ -248,6 +333,14 @@ func (s *Service) Rendered(p *Page, key string, render func() ([]byte, error)) (
 		b, err := render()
 		if err != nil {
 			return nil, err
+		}
+		if int64(len(b)) >= s.cfg.RenderedBytes {
+			return b, nil // could never be kept
+		}
+		if spare := cap(b) - len(b); spare > len(b)/4 {
+			// A grown buffer may be up to twice its content; kept bytes
+			// should cost what they hold.
+			b = slices.Clip(bytes.Clone(b))
 		}
 		s.rendered.Set(full, b)
 		return b, nil
@@ -326,8 +419,8 @@ func (s *Service) normalize(req Request) (query, error) {
 // build returns the build for q: a kept one while its pages cannot have
 // changed, else one shared with concurrent callers.
 func (s *Service) build(ctx context.Context, q query) (*build, error) {
-	if k, ok := s.kept.GetIfPresent(q.key); ok && s.cfg.Now().Before(k.validUntil) {
-		return k.b, nil
+	if b, ok := s.kept.GetIfPresent(q.key); ok && b.valid(s.cfg.Now()) {
+		return b, nil
 	}
 	ch := s.flights.DoChan(q.key, func() (any, error) {
 		// Detached from the first caller: the build serves all of them.
@@ -352,11 +445,23 @@ type fetched struct {
 	err error
 }
 
+// valid reports whether b may be reused without looking at its pages.
+func (b *build) valid(now time.Time) bool {
+	return now.UnixNano() < b.validUntil.Load()
+}
+
 func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
-	now := s.cfg.Now()
-	if k, ok := s.kept.GetIfPresent(q.key); ok && now.Before(k.validUntil) {
-		return k.b, nil // a flight that just ended kept it
+	if b, ok := s.kept.GetIfPresent(q.key); ok && b.valid(s.cfg.Now()) {
+		return b, nil // a flight that just ended kept it
 	}
+	// The pages of a build in progress, parsed and held until it is done,
+	// are the bulk of its memory: bound them over all builds together.
+	w := min(int64(len(q.channels)), int64(s.cfg.BuildingPages))
+	if err := s.building.Acquire(ctx, w); err != nil {
+		return nil, fmt.Errorf("feed: waiting to build: %w", err)
+	}
+	defer s.building.Release(w)
+	now := s.cfg.Now()
 	out := make([]fetched, len(q.channels))
 	var g errgroup.Group
 	g.SetLimit(s.cfg.Concurrency)
@@ -387,18 +492,21 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		}
 	}
 	sum := h.Sum64()
+	until := validUntil.UnixNano()
 	if s.cfg.Keep <= 0 {
-		validUntil = time.Time{}
+		until = 0 // never valid unchecked
 	}
 
-	if k, ok := s.kept.GetIfPresent(q.key); ok && k.b.hash == sum && now.Sub(k.b.builtAt) < s.cfg.MaxAge {
-		s.kept.Set(q.key, kept{b: k.b, validUntil: validUntil})
-		return k.b, nil
+	if k, ok := s.kept.GetIfPresent(q.key); ok && k.hash == sum && now.Sub(k.builtAt) < s.cfg.MaxAge {
+		k.validUntil.Store(until)
+		return k, nil
 	}
 
 	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now}
+	b.validUntil.Store(until)
 	b.failed = append(b.failed, q.invalid...)
 	var pagesOK []channelPage
+	parsed := make(map[*parser.Page]*pages.Parsed, len(q.channels))
 	for i, name := range q.channels {
 		if out[i].err != nil {
 			b.failed = append(b.failed, Failure{Username: name, Err: out[i].err})
@@ -414,11 +522,43 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 			ch = &parser.Channel{Username: name}
 		}
 		pagesOK = append(pagesOK, channelPage{name: name, channel: ch, page: p})
+		parsed[p] = out[i].res.Parsed
 	}
 	b.items = merge(pagesOK, q.filter, q.order, now)
+	b.pin(pagesOK, parsed)
 	s.builds.Add(1)
-	s.kept.Set(q.key, kept{b: b, validUntil: validUntil})
+	s.keep(q.key, b)
 	return b, nil
+}
+
+// pin records the parses b's items point into, and b's own size: items,
+// cursors and failures. A page none of whose posts made it into the feed
+// is not kept alive by the build, so it is not pinned.
+func (b *build) pin(cps []channelPage, parsed map[*parser.Page]*pages.Parsed) {
+	used := make(map[*parser.Page]bool, len(cps))
+	byChannel := make(map[*parser.Channel]*parser.Page, len(cps))
+	for _, cp := range cps {
+		byChannel[cp.channel] = cp.page
+	}
+	own := memsize.Alloc(int(unsafe.Sizeof(*b))) + memsize.Alloc(cap(b.items)*int(unsafe.Sizeof(Item{})))
+	for i := range b.items {
+		own += memsize.String(len(b.items[i].Cursor))
+		if p := byChannel[b.items[i].Channel]; p != nil && !used[p] {
+			used[p] = true
+			if pp := parsed[p]; pp != nil {
+				b.pinned = append(b.pinned, pp)
+			}
+			if p.Channel != b.items[i].Channel {
+				own += memsize.Alloc(int(unsafe.Sizeof(parser.Channel{}))) // made up for a page without a header
+			}
+		}
+	}
+	own += memsize.Alloc(cap(b.failed) * int(unsafe.Sizeof(Failure{})))
+	for _, f := range b.failed {
+		own += memsize.String(len(f.Username)) + 64 // the error and its message, roughly
+	}
+	own += memsize.Alloc(cap(b.pinned) * 8)
+	b.own = own
 }
 
 // after returns the index of the first item that sorts after k. The key

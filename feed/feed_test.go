@@ -8,7 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
+	"unsafe"
 
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
@@ -443,5 +445,67 @@ func TestKeepOffStillShares(t *testing.T) {
 	}
 	if s.Builds() != 1 {
 		t.Errorf("unchanged pages are still not merged again: builds %d, want 1", s.Builds())
+	}
+}
+
+// TestBuildingPagesBoundsConcurrentBuilds: distinct cold feeds arriving
+// together hold at most BuildingPages channel pages between them; the
+// others wait, and all finish.
+func TestBuildingPagesBoundsConcurrentBuilds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newFakePages(base)
+		for i := range 7 {
+			src.set(fmt.Sprintf("chan%d", i), 100, post(1, 1, 10))
+		}
+		src.gate = make(chan struct{})
+		s, err := New(Config{Pages: src, Keep: time.Minute, Now: (&clock{now: base}).Now, BuildingPages: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		feeds := [][]string{{"chan0", "chan1"}, {"chan2", "chan3"}, {"chan4", "chan5"}, {"chan0", "chan1", "chan2", "chan3", "chan4", "chan5", "chan6"}}
+		errs := make(chan error, len(feeds))
+		for _, chans := range feeds {
+			go func() {
+				_, err := s.Feed(context.Background(), Request{Channels: chans, First: 10})
+				errs <- err
+			}()
+			synctest.Wait() // it fetches (and waits at the gate) or waits for room
+		}
+		if n := src.calls.Load(); n != 4 {
+			t.Errorf("%d pages requested while the first builds are stuck, want 4 (BuildingPages)", n)
+		}
+		close(src.gate)
+		for range feeds {
+			if err := <-errs; err != nil {
+				t.Error(err)
+			}
+		}
+		// The 7-channel feed, larger than the bound, ran alone.
+		if n := src.calls.Load(); n != 13 {
+			t.Errorf("%d pages requested in all, want 13", n)
+		}
+	})
+}
+
+// TestKeptBuildsChargedForTheirPages: a kept build is weighed with the
+// parses its items point into, so the bound holds builds by bytes.
+func TestKeptBuildsChargedForTheirPages(t *testing.T) {
+	src := newFakePages(base)
+	for i := range 3 {
+		src.set(fmt.Sprintf("chan%d", i), 100, post(1, 1, 10), post(2, 2, 10))
+	}
+	s, err := New(Config{Pages: src, Keep: time.Minute, Now: (&clock{now: base}).Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Feed(context.Background(), Request{Channels: []string{"chan0", "chan1", "chan2"}, First: 10}); err != nil {
+		t.Fatal(err)
+	}
+	s.CleanUp()
+	st := s.Stats()
+	// Fake pages carry no Parsed: the weight is the build's own bytes, key and node.
+	if st.Kept != 1 || st.KeptOwnBytes <= 6*int64(unsafe.Sizeof(Item{})) || st.KeptBytes < uint64(st.KeptOwnBytes) || st.KeptBytes > uint64(st.KeptOwnBytes)+512 {
+		t.Errorf("stats %+v: want one build weighed by its own bytes", st)
 	}
 }

@@ -3,12 +3,111 @@ package graph
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/maypok86/otter/v2"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/memsize"
 )
+
+// Defaults for zero StoresConfig fields.
+const (
+	DefaultAPQBytes   = 1 << 20
+	DefaultQueryBytes = 4 << 20
+)
+
+// Heap estimates for the in-process GraphQL stores. stringEntryOverhead
+// is otter's node, hash-table slot and sketch share for a string→string
+// entry; docBytesPerByte is the heap a parsed and validated query document
+// takes per byte of query text, which ranges over 18–37 B for the
+// schema's queries (aliased fields at the low end, long flat selections
+// at the high end), so a document's estimate is good to about a third.
+// Measured as live-heap growth (amd64, Go 1.26, otter v2.4.0, gqlparser
+// v2.5); TestStoresAccounting checks them.
+const (
+	stringEntryOverhead = 88
+	docBytesPerByte     = 24
+	docEntryOverhead    = 88 + 256 // the node, and the document's fixed part
+)
+
+// StoresConfig configures Stores.
+type StoresConfig struct {
+	// Shared backs automatic persisted queries so that every replica knows
+	// them; nil keeps them in this process only.
+	Shared cache.Cache
+	// APQBytes bounds the persisted queries kept in process
+	// (DefaultAPQBytes); QueryBytes the parsed query documents
+	// (DefaultQueryBytes). Both count estimated heap bytes.
+	APQBytes   int64
+	QueryBytes int64
+}
+
+// Stores are the GraphQL handler's in-process caches: persisted queries
+// and parsed query documents, each bounded by bytes.
+type Stores struct {
+	apq     *apqStore
+	queries *queryCache
+}
+
+// NewStores returns the stores cfg describes.
+func NewStores(cfg StoresConfig) (*Stores, error) {
+	setDefault(&cfg.APQBytes, DefaultAPQBytes)
+	setDefault(&cfg.QueryBytes, DefaultQueryBytes)
+	apq, err := newAPQStore(cfg.Shared, cfg.APQBytes)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := otter.New(&otter.Options[string, *ast.QueryDocument]{
+		MaximumWeight: uint64(cfg.QueryBytes),
+		Weigher: func(q string, _ *ast.QueryDocument) uint32 {
+			// The document keeps the query text as its source.
+			return uint32(min(memsize.String(len(q))+int64(len(q))*docBytesPerByte+docEntryOverhead, math.MaxUint32))
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("graph: query cache: %w", err)
+	}
+	return &Stores{apq: apq, queries: &queryCache{docs}}, nil
+}
+
+// Bytes is the estimated heap the stores hold.
+func (s *Stores) Bytes() int64 {
+	return int64(s.apq.local.WeightedSize() + s.queries.c.WeightedSize())
+}
+
+// CleanUp finishes pending evictions, so that Bytes is exact. For tests
+// and measurements.
+func (s *Stores) CleanUp() {
+	s.apq.local.CleanUp()
+	s.queries.c.CleanUp()
+}
+
+// Close stops the stores' background goroutines.
+func (s *Stores) Close() {
+	s.apq.local.StopAllGoroutines()
+	s.queries.c.StopAllGoroutines()
+}
+
+// queryCache keeps parsed and validated query documents by query text,
+// bounded by bytes: a count bound would let a few large queries take
+// megabytes each.
+type queryCache struct {
+	c *otter.Cache[string, *ast.QueryDocument]
+}
+
+var _ graphql.Cache[*ast.QueryDocument] = (*queryCache)(nil)
+
+func (q *queryCache) Get(_ context.Context, query string) (*ast.QueryDocument, bool) {
+	return q.c.GetIfPresent(query)
+}
+
+func (q *queryCache) Add(_ context.Context, query string, doc *ast.QueryDocument) {
+	q.c.Set(query, doc)
+}
 
 // apqStore keeps automatic persisted queries: an in-process LRU in front of
 // the shared cache. The shared tier (Valkey when configured) lets a query
@@ -26,10 +125,15 @@ var _ graphql.Cache[string] = (*apqStore)(nil)
 // errAPQMiss makes the shared cache report a miss without storing anything.
 var errAPQMiss = errors.New("persisted query not found")
 
-func newAPQStore(shared cache.Cache, entries int) (*apqStore, error) {
-	local, err := otter.New(&otter.Options[string, string]{MaximumSize: entries})
+func newAPQStore(shared cache.Cache, maxBytes int64) (*apqStore, error) {
+	local, err := otter.New(&otter.Options[string, string]{
+		MaximumWeight: uint64(maxBytes),
+		Weigher: func(hash, query string) uint32 {
+			return uint32(min(memsize.String(len(hash))+memsize.String(len(query))+stringEntryOverhead, math.MaxUint32))
+		},
+	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("graph: APQ store: %w", err)
 	}
 	return &apqStore{local: local, shared: shared}, nil
 }

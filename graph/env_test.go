@@ -63,7 +63,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		t.Cleanup(func() { _ = mem.Close() })
 		store = mem
 	}
-	ps := pages.New(pages.Config{Cache: store, Origin: client, DecodedEntries: 2048})
+	ps := pages.New(pages.Config{Cache: store, Origin: client, ParsedBytes: 64 << 20})
 	keep := o.feedKeep
 	if keep == 0 {
 		keep = time.Hour

@@ -12,9 +12,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
@@ -30,7 +28,6 @@ const (
 	DefaultMaxRootFields   = 10
 	DefaultMaxBodyBytes    = 64 << 10
 	DefaultMaxPostsFirst   = 100
-	DefaultAPQEntries      = 1_000
 	DefaultConcurrency     = 16
 	DefaultTokenLimit      = 15_000
 )
@@ -41,8 +38,11 @@ type HandlerConfig struct {
 	Pages PageService   // required
 	Feed  *feed.Service // required
 	// Cache backs automatic persisted queries so that every replica knows
-	// them; nil keeps them in this process only.
+	// them; nil keeps them in this process only. Used when Stores is nil.
 	Cache cache.Cache
+	// Stores are the in-process persisted queries and parsed documents;
+	// nil means NewStores with Cache and default bounds.
+	Stores *Stores
 	// ComplexityLimit caps the cost of one operation. Every upstream page a
 	// field may fetch costs FetchCost; every object returned costs its
 	// selected fields. A 100-channel feed costs 100·FetchCost plus first
@@ -56,7 +56,6 @@ type HandlerConfig struct {
 	MaxBodyBytes    int64
 	MaxPostsFirst   int // first of Channel.posts
 	MaxPreviews     int // names of previews; zero means Feed.MaxChannels()
-	APQEntries      int // persisted queries kept in process
 	Concurrency     int // preview pages fetched at once
 	// DisableIntrospection turns schema introspection off (it is on by
 	// default, for GraphiQL and code generators).
@@ -82,7 +81,6 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	setDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&cfg.MaxPostsFirst, DefaultMaxPostsFirst)
 	setDefault(&cfg.MaxPreviews, cfg.Feed.MaxChannels())
-	setDefault(&cfg.APQEntries, DefaultAPQEntries)
 	setDefault(&cfg.Concurrency, DefaultConcurrency)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -105,22 +103,25 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if !cfg.DisableFastPath {
 		fast = &fastPath{es: es.(*executableSchema), feed: cfg.Feed, present: present}
 	}
-	apq, err := newAPQStore(cfg.Cache, cfg.APQEntries)
-	if err != nil {
-		return nil, err
+	stores := cfg.Stores
+	if stores == nil {
+		var err error
+		if stores, err = NewStores(StoresConfig{Shared: cfg.Cache}); err != nil {
+			return nil, err
+		}
 	}
 
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodOptions}})
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, fast: fast})
 	srv.AddTransport(httpTransport{maxBody: cfg.MaxBodyBytes, fast: fast})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	srv.SetQueryCache(stores.queries)
 	srv.SetParserTokenLimit(DefaultTokenLimit)
 	srv.SetErrorPresenter(present)
 	if !cfg.DisableIntrospection {
 		srv.Use(extension.Introspection{})
 	}
-	srv.Use(extension.AutomaticPersistedQuery{Cache: apq})
+	srv.Use(extension.AutomaticPersistedQuery{Cache: stores.apq})
 	srv.Use(limits{maxDepth: cfg.MaxDepth, maxAliases: cfg.MaxAliases, maxRootFields: cfg.MaxRootFields, noIntrospection: cfg.DisableIntrospection})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 

@@ -10,7 +10,8 @@ import (
 )
 
 // newCache builds the cache tiers the configuration asks for.
-func newCache(ctx context.Context, cfg serveConfig, log *slog.Logger) (cache.Cache, error) {
+// maxBytes is the budget's share for the page bytes.
+func newCache(ctx context.Context, cfg serveConfig, maxBytes int64, log *slog.Logger) (cache.Cache, error) {
 	// Negative caching: a page that failed to load is answered with the
 	// failure for NEGATIVE_CACHE_TTL instead of asking the origin again.
 	var failures cache.Failures
@@ -23,7 +24,7 @@ func newCache(ctx context.Context, cfg serveConfig, log *slog.Logger) (cache.Cac
 			URL:           cfg.ValkeyURL,
 			Refresh:       cfg.Refresh,
 			LocalTTL:      cfg.MemoryMaxTTL,
-			LocalMaxBytes: int64(cfg.MemoryMaxMB) << 20,
+			LocalMaxBytes: maxBytes,
 			Timeout:       cfg.ValkeyTimeout,
 			Failures:      failures,
 			NegativeTTL:   cfg.NegativeTTL,
@@ -32,11 +33,11 @@ func newCache(ctx context.Context, cfg serveConfig, log *slog.Logger) (cache.Cac
 		if err != nil {
 			return nil, fmt.Errorf("valkey cache: %w", err)
 		}
-		log.Debug("valkey cache", "max_mb", cfg.MemoryMaxMB, "refresh", cfg.Refresh, "timeout", cfg.ValkeyTimeout)
+		log.Debug("valkey cache", "local_max_bytes", maxBytes, "refresh", cfg.Refresh, "timeout", cfg.ValkeyTimeout)
 		return v, nil
 	}
 	mem, err := cache.NewMemory(cache.MemoryConfig{
-		MaxBytes:    int64(cfg.MemoryMaxMB) << 20,
+		MaxBytes:    maxBytes,
 		Refresh:     cfg.Refresh,
 		HardTTL:     cfg.MemoryMaxTTL,
 		Failures:    failures,
@@ -45,6 +46,6 @@ func newCache(ctx context.Context, cfg serveConfig, log *slog.Logger) (cache.Cac
 	if err != nil {
 		return nil, fmt.Errorf("embedded cache: %w", err)
 	}
-	log.Debug("embedded cache", "max_mb", cfg.MemoryMaxMB, "refresh", cfg.Refresh)
+	log.Debug("embedded cache", "max_bytes", maxBytes, "refresh", cfg.Refresh)
 	return mem, nil
 }

@@ -24,6 +24,7 @@ type serveConfig struct {
 	CacheMode       string        // CACHE_MODE, --cache-mode
 	Refresh         time.Duration // derived from CacheMode
 	MemoryMaxMB     int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
+	MemoryLimitMB   int           // MEMORY_LIMIT_MB, --memory-limit-mb; 0 = derived (see applyMemoryLimit)
 	MemoryMaxTTL    time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
 	ValkeyURL       string        // VALKEY_URL, --valkey-url
 	ValkeyTimeout   time.Duration // VALKEY_TIMEOUT, --valkey-timeout
@@ -51,7 +52,8 @@ var serveSettings = []setting{
 	{"TME_ORIGIN", "origin", "https://t.me", "base URL pages are fetched from"},
 	{"TME_FALLBACK_ORIGIN", "fallback-origin", "", "second origin tried when the first keeps failing, e.g. https://telegram.me"},
 	{"CACHE_MODE", "cache-mode", "normal", "off | normal (refresh after 10s) | aggressive (after 120s)"},
-	{"MEMORY_CACHE_MAX_MB", "memory-cache-max-mb", "64", "bound of the in-process cache in MiB, compressed bytes + keys + overhead"},
+	{"MEMORY_CACHE_MAX_MB", "memory-cache-max-mb", "64", "MiB of every in-process store together (pages, parsed pages, feeds, GraphQL), counted in heap bytes"},
+	{"MEMORY_LIMIT_MB", "memory-limit-mb", "", "Go runtime soft memory limit in MiB; empty = GOMEMLIMIT if set, else 4×MEMORY_CACHE_MAX_MB+64"},
 	{"MEMORY_CACHE_MAX_TTL", "memory-cache-max-ttl", "0", "longest an in-process copy is kept; 0 = tier default (embedded: max(30×refresh, 10m), served stale while Telegram fails)"},
 	{"VALKEY_URL", "valkey-url", "", "Valkey/Redis URL for a shared cache; empty = embedded cache only"},
 	{"VALKEY_TIMEOUT", "valkey-timeout", "250ms", "deadline of one Valkey call; failures open a breaker and the process serves from its own memory"},
@@ -129,6 +131,11 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	}
 	if cfg.MemoryMaxMB, err = strconv.Atoi(*vals["MEMORY_CACHE_MAX_MB"]); err != nil || cfg.MemoryMaxMB < 1 {
 		bad("MEMORY_CACHE_MAX_MB", errors.New("want a whole number of MiB, at least 1"))
+	}
+	if v := *vals["MEMORY_LIMIT_MB"]; v != "" {
+		if cfg.MemoryLimitMB, err = strconv.Atoi(v); err != nil || cfg.MemoryLimitMB < 1 {
+			bad("MEMORY_LIMIT_MB", errors.New("want a whole number of MiB, at least 1, or empty for the default"))
+		}
 	}
 	cfg.MemoryMaxTTL = duration(*vals["MEMORY_CACHE_MAX_TTL"], func(err error) { bad("MEMORY_CACHE_MAX_TTL", err) }, true)
 	if cfg.MemoryMaxTTL > 0 && cfg.MemoryMaxTTL < cfg.Refresh && *vals["VALKEY_URL"] == "" {

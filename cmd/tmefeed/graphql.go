@@ -20,23 +20,38 @@ type graphQL struct {
 	handler    http.Handler
 	playground http.Handler
 	feeds      *feed.Service
+	stores     *graph.Stores
 }
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, svc *pages.Service, store cache.Cache, log *slog.Logger) (*graphQL, error) {
-	feeds, err := feed.New(feed.Config{Pages: svc, MaxChannels: cfg.FeedMaxChannels, Keep: cfg.Refresh})
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store cache.Cache, log *slog.Logger) (*graphQL, error) {
+	feeds, err := feed.New(feed.Config{
+		Pages:         svc,
+		MaxChannels:   cfg.FeedMaxChannels,
+		Keep:          cfg.Refresh,
+		KeptBytes:     budget.Builds,
+		RenderedBytes: budget.Rendered,
+		BuildingPages: budget.BuildingPages,
+	})
 	if err != nil {
 		return nil, err
+	}
+	stores, err := graph.NewStores(graph.StoresConfig{Shared: store, APQBytes: budget.APQ, QueryBytes: budget.Queries})
+	if err != nil {
+		feeds.Close()
+		return nil, fmt.Errorf("graphql: %w", err)
 	}
 	h, err := graph.NewHandler(graph.HandlerConfig{
 		Pages:                svc,
 		Feed:                 feeds,
-		Cache:                store,
+		Stores:               stores,
 		DisableIntrospection: !cfg.Introspection,
 		Logger:               log,
 	})
 	if err != nil {
+		feeds.Close()
+		stores.Close()
 		return nil, fmt.Errorf("graphql: %w", err)
 	}
 	examples := []string{"durov", "telegram"}
@@ -46,9 +61,11 @@ func newGraphQL(cfg serveConfig, svc *pages.Service, store cache.Cache, log *slo
 	}
 	pg, err := web.Handler(web.Config{Endpoint: "/graphql", Assets: "/playground/assets", Channels: examples})
 	if err != nil {
+		feeds.Close()
+		stores.Close()
 		return nil, fmt.Errorf("playground: %w", err)
 	}
-	return &graphQL{handler: h, playground: pg, feeds: feeds}, nil
+	return &graphQL{handler: h, playground: pg, feeds: feeds, stores: stores}, nil
 }
 
 // splitList splits a comma-separated setting, dropping empty items.

@@ -57,6 +57,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil {
 			return err
 		}
+		// Process-wide, so set here rather than in serve, which tests run
+		// in their own process.
+		applyMemoryLimit(cfg, getenv)
 		return serve(ctx, cfg, stderr, nil)
 	case "fixtures":
 		return runFixtures(ctx, args[1:], stderr)

@@ -10,11 +10,15 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/graph"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
@@ -35,42 +39,12 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		originURL, fallbackURL = demo.url, ""
 	}
 
-	store, err := newCache(ctx, cfg, log)
+	st, err := newStack(ctx, cfg, originURL, fallbackURL, log)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-
-	ocfg := origin.Config{
-		BaseURL:         originURL,
-		FallbackURL:     fallbackURL,
-		RequestTimeout:  cfg.UpstreamTimeout,
-		BreakerFailures: cfg.BreakerFailures,
-		BreakerCoolDown: cfg.BreakerCoolDown,
-		RetryBudget:     cfg.RetryBudget,
-	}
-	if cfg.RetryBudget == 0 {
-		ocfg.MaxRetries = -1 // a budget of nothing: no retries (origin.Config reads 0 as the default)
-	}
-	client, err := origin.New(ocfg)
-	if err != nil {
-		return fmt.Errorf("origin: %w", err)
-	}
-	svc := pages.New(pages.Config{Cache: store, Origin: client, Refresh: cfg.Refresh})
-	gql, err := newGraphQL(cfg, svc, store, log)
-	if err != nil {
-		return err
-	}
-	handler := server.New(server.Config{
-		Pages:      svc,
-		Refresh:    cfg.Refresh,
-		Logger:     log,
-		GraphQL:    gql.handler,
-		Playground: gql.playground,
-		Feed:       gql.feeds,
-		// One CORS policy for REST and GraphQL alike.
-		CORSOrigins: splitList(cfg.CORSOrigins),
-	})
+	defer st.Close()
+	handler := st.handler
 
 	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
 	if err != nil {
@@ -157,4 +131,115 @@ func previewNames(pagesFS fs.FS) []string {
 		out = append(out, strings.TrimSuffix(path.Base(f), ".html"))
 	}
 	return out
+}
+
+// stack is the service behind the listener: cache, origin client, page,
+// feed and GraphQL services and the HTTP handler, sized by one budget.
+type stack struct {
+	handler http.Handler
+	budget  memoryBudget
+	store   cache.Cache
+	pages   *pages.Service
+	feeds   *feed.Service
+	graph   *graph.Stores
+}
+
+// newStack builds the service over the origin at originURL.
+func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL string, log *slog.Logger) (*stack, error) {
+	st := &stack{budget: splitBudget(int64(cfg.MemoryMaxMB)<<20, cfg.FeedMaxChannels)}
+	store, err := newCache(ctx, cfg, st.budget.Pages, log)
+	if err != nil {
+		return nil, err
+	}
+	st.store = store
+	ocfg := origin.Config{
+		BaseURL:         originURL,
+		FallbackURL:     fallbackURL,
+		RequestTimeout:  cfg.UpstreamTimeout,
+		BreakerFailures: cfg.BreakerFailures,
+		BreakerCoolDown: cfg.BreakerCoolDown,
+		RetryBudget:     cfg.RetryBudget,
+	}
+	if cfg.RetryBudget == 0 {
+		ocfg.MaxRetries = -1 // a budget of nothing: no retries (origin.Config reads 0 as the default)
+	}
+	client, err := origin.New(ocfg)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("origin: %w", err)
+	}
+	st.pages = pages.New(pages.Config{
+		Cache:       store,
+		Origin:      client,
+		Refresh:     cfg.Refresh,
+		HotBytes:    st.budget.Hot,
+		ParsedBytes: st.budget.Parsed,
+	})
+	gql, err := newGraphQL(cfg, st.budget, st.pages, store, log)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	st.feeds, st.graph = gql.feeds, gql.stores
+	st.handler = server.New(server.Config{
+		Pages:      st.pages,
+		Refresh:    cfg.Refresh,
+		Logger:     log,
+		GraphQL:    gql.handler,
+		Playground: gql.playground,
+		Feed:       gql.feeds,
+		// One CORS policy for REST and GraphQL alike.
+		CORSOrigins: splitList(cfg.CORSOrigins),
+	})
+	log.Info("memory", "budget_mb", cfg.MemoryMaxMB, "split", st.budget, "go_memory_limit_mb", debug.SetMemoryLimit(-1)>>20)
+	return st, nil
+}
+
+// Close releases the cache and the stores' background goroutines.
+func (st *stack) Close() {
+	if st.feeds != nil {
+		st.feeds.Close()
+	}
+	if st.graph != nil {
+		st.graph.Close()
+	}
+	if st.store != nil {
+		_ = st.store.Close()
+	}
+}
+
+// memoryUsage is what each in-process store holds, in accounted bytes.
+type memoryUsage struct {
+	Pages    int64 // compressed pages and answers (Valkey: client-side cache + fallback)
+	Hot      int64
+	Parses   int64 // parsed pages, each once, whether the parsed-page cache or a feed build holds it
+	Builds   int64 // kept feed builds without their parsed pages
+	Rendered int64
+	GraphQL  int64
+}
+
+func (u memoryUsage) Total() int64 {
+	return u.Pages + u.Hot + u.Parses + u.Builds + u.Rendered + u.GraphQL
+}
+
+// memory returns the accounted bytes, after finishing pending evictions.
+func (st *stack) memory() memoryUsage {
+	st.pages.CleanUp()
+	st.feeds.CleanUp()
+	st.graph.CleanUp()
+	ps, fs := st.pages.Stats(), st.feeds.Stats()
+	u := memoryUsage{
+		Hot:      int64(ps.HotBytes),
+		Parses:   ps.HeldBytes,
+		Builds:   fs.KeptOwnBytes,
+		Rendered: int64(fs.RenderedBytes),
+		GraphQL:  st.graph.Bytes(),
+	}
+	switch c := st.store.(type) {
+	case *cache.Memory:
+		u.Pages = int64(c.Stats().Bytes)
+	case *cache.Valkey:
+		u.Pages = c.LocalBytes()
+	}
+	return u
 }
