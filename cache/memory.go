@@ -337,7 +337,7 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	// Detached from the first caller: the load serves everyone who joined,
 	// and its result is worth storing even if they all gave up. The timeout
 	// keeps an unwatched load from running forever; Close ends it too.
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.loadTimeout)
+	lctx, cancel := context.WithTimeout(loading(context.WithoutCancel(ctx), prev != nil), m.loadTimeout)
 	defer cancel()
 	defer context.AfterFunc(m.base, cancel)()
 	m.loads.Add(1)

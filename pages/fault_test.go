@@ -399,3 +399,26 @@ func TestMoreChunkWithoutPostsIsEmpty(t *testing.T) {
 		t.Errorf("a chunk of a name with no channel: err = %v, want ErrNotFound", err)
 	}
 }
+
+// A response never rendered before, from a page past its refresh point,
+// is rendered from the stale page at once when the origin hangs: only
+// the refresh of a response already held waits for a fresh page.
+func TestFaultColdResponseFromStalePageWhileOriginHangs(t *testing.T) {
+	tiers(t, func(t *testing.T, valkey bool) {
+		e := newFaultEnv(t, faultOptions{valkey: valkey})
+		render := func(res pages.Result) ([]byte, error) { return []byte(fmt.Sprint(res.Hash)), nil }
+		if _, err := e.svc.RenderedEntry(pageCtx(t), "a", news, render); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		e.origin.SetLatency(time.Hour)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		got, err := e.svc.RenderedEntry(ctx, "b", news, render)
+		if err != nil || e.clock.Now().Sub(got.FetchedAt) < time.Minute {
+			t.Fatalf("a new response of a stale page, origin hung: fetched %v ago, %v after %v; want the stale page rendered at once",
+				e.clock.Now().Sub(got.FetchedAt), err, time.Since(start).Round(time.Millisecond))
+		}
+	})
+}
