@@ -345,7 +345,9 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	if err != nil {
 		m.loadErrors.Add(1)
 		m.remember(key, err)
-		if prev != nil {
+		// The copy only if it is still within its hard TTL: the load may
+		// have run for as long as LoadTimeout.
+		if prev != nil && m.age(prev) < m.hardTTL {
 			if old, derr := m.codec.Decode(prev); derr == nil {
 				old.Stale = true
 				return old, nil
