@@ -56,13 +56,28 @@ const DefaultNegativeTTL = 5 * time.Second
 
 type revalidateKey struct{}
 
+// refreshKey marks a loader's ctx with whether it refreshes a copy the
+// tier holds (true) or loads a key with no usable copy (false).
+type refreshKey struct{}
+
 // Revalidate marks ctx so that a Get under it that finds a copy past its
 // refresh point waits for the refresh, and gets the copy only if the
 // refresh fails or cannot run now, instead of getting it at once. It is for
 // loaders that build on other entries (a rendered response on its page):
-// they run in the background already, and what they build should be fresh.
+// a refresh of theirs runs in the background already, and what it builds
+// should be fresh. When the loader's ctx is a cold load, which a caller
+// waits for, Revalidate returns ctx unmarked: the stale copy beats a wait
+// on a failing origin.
 func Revalidate(ctx context.Context) context.Context {
+	if refresh, ok := ctx.Value(refreshKey{}).(bool); ok && !refresh {
+		return ctx
+	}
 	return context.WithValue(ctx, revalidateKey{}, true)
+}
+
+// loading marks a loader's ctx as a refresh of a held copy or a cold load.
+func loading(ctx context.Context, refresh bool) context.Context {
+	return context.WithValue(ctx, refreshKey{}, refresh)
 }
 
 func revalidating(ctx context.Context) bool {

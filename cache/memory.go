@@ -337,7 +337,7 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	// Detached from the first caller: the load serves everyone who joined,
 	// and its result is worth storing even if they all gave up. The timeout
 	// keeps an unwatched load from running forever; Close ends it too.
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.loadTimeout)
+	lctx, cancel := context.WithTimeout(loading(context.WithoutCancel(ctx), prev != nil), m.loadTimeout)
 	defer cancel()
 	defer context.AfterFunc(m.base, cancel)()
 	m.loads.Add(1)
@@ -345,7 +345,9 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	if err != nil {
 		m.loadErrors.Add(1)
 		m.remember(key, err)
-		if prev != nil {
+		// The copy only if it is still within its hard TTL: the load may
+		// have run for as long as LoadTimeout.
+		if prev != nil && m.age(prev) < m.hardTTL {
 			if old, derr := m.codec.Decode(prev); derr == nil {
 				old.Stale = true
 				return old, nil

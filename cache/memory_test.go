@@ -680,3 +680,25 @@ func TestRevalidateWaitsForRefresh(t *testing.T) {
 		t.Fatalf("after a failed revalidation: {stale=%v} %v after %d loads, want the stale copy after 3", e.Stale, err, l.calls.Load())
 	}
 }
+
+// A refresh that fails after the held copy reached its hard TTL does not
+// answer with that copy: it is past serving.
+func TestFailedSlowRefreshDoesNotServePastHardTTL(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, HardTTL: time.Minute, Now: clock.Now})
+	var slow atomic.Bool
+	l := &loader{value: version, fail: func(int64) error {
+		if slow.Load() {
+			clock.Advance(time.Minute) // the refresh outlasts the copy's hard TTL
+			return errUpstream
+		}
+		return nil
+	}}
+	get(t, m, "k", l.load)
+	clock.Advance(50 * time.Second)
+	slow.Store(true)
+	e, err := m.Get(Revalidate(context.Background()), "k", l.load)
+	if err == nil {
+		t.Fatalf("got a copy fetched %v ago, past its hard TTL of 1m; want the refresh's error", clock.Now().Sub(e.FetchedAt))
+	}
+}

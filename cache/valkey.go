@@ -418,7 +418,7 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 	ch := v.loads.DoChan(key, func() (any, error) {
 		lctx, cancel := v.loadContext(ctx)
 		defer cancel()
-		return v.coldLoad(lctx, key, load)
+		return v.coldLoad(loading(lctx, false), key, load)
 	})
 	select {
 	case r := <-ch:
@@ -680,7 +680,7 @@ func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loade
 			}
 			return
 		}
-		if _, err := v.loadAsHolder(lctx, key, lease, token, load); err != nil {
+		if _, err := v.loadAsHolder(loading(lctx, true), key, lease, token, load); err != nil {
 			v.log.Debug("background refresh failed; stale copy kept", "key", key, "err", err)
 		}
 	})
@@ -708,7 +708,7 @@ func (v *Valkey) revalidate(ctx context.Context, key string, load Loader) (Entry
 		if !won {
 			return Entry{}, errLeaseHeld
 		}
-		return v.loadAsHolder(ctx, key, lease, token, load)
+		return v.loadAsHolder(loading(ctx, true), key, lease, token, load)
 	})
 	return r.(Entry), err
 }

@@ -123,9 +123,11 @@ func RetryAfter(err error) (t time.Time, ok bool) {
 var errNotPage = fmt.Errorf("%w: %w", ErrUpstream, parser.ErrNotPage)
 
 // failureCodes name the failures worth remembering for a moment, by a code
-// short enough to store in Valkey. Most specific first. Not among them:
-// ErrNotFound and other definitive answers, 429 (the host block handles
-// it), and the caller giving up.
+// short enough to store in Valkey. Most specific first. Not remembered
+// (see Failures.Code): ErrNotFound and other definitive answers, 429 (the
+// host block handles it), an open breaker (it answers at once itself, and
+// knows when it closes), and the caller giving up. "unavailable" is still
+// read back, from processes that stored it.
 var failureCodes = []struct {
 	code string
 	kind error
@@ -150,7 +152,8 @@ type Failures struct{}
 // Code returns the code of err and whether it is a failure worth
 // remembering: an outage-like failure of the origin, not an answer.
 func (Failures) Code(err error) (string, bool) {
-	if errors.Is(err, ErrRateLimited) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRequest) {
+	if errors.Is(err, ErrRateLimited) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRequest) ||
+		errors.Is(err, ErrUnavailable) {
 		return "", false
 	}
 	for _, f := range failureCodes {

@@ -184,3 +184,18 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An open breaker is not remembered as a failure of the page: the breaker
+// answers at once by itself and knows when it closes, while a remembered
+// failure would outlive it, and through Valkey reach processes whose
+// breaker is closed.
+func TestOpenBreakerIsNotRememberedAsFailure(t *testing.T) {
+	for _, err := range []error{
+		&UnavailableError{RetryAfter: time.Now().Add(time.Second), Host: "t.me", Last: ErrServerError},
+		&UnavailableError{RetryAfter: time.Now().Add(time.Second), Host: "t.me"},
+	} {
+		if code, ok := (Failures{}).Code(err); ok {
+			t.Errorf("%v remembered as %q", err, code)
+		}
+	}
+}

@@ -330,7 +330,10 @@ func hammer(e *faultEnv, clients int, d time.Duration, channels []string) (faile
 
 // 20 clients hammer cold pages of an origin that fails every request:
 // origin traffic stays within the breaker's trip, its probes per cool-down
-// and the retries the budget allows, whatever the request rate.
+// and the retries the budget allows, whatever the request rate. Failures
+// are not remembered here: with negative caching (and the fake clock, which
+// never lets a remembered failure expire) each page would be asked for
+// once, breaker or not, and the test would say nothing of the breaker.
 func TestFaultFailingOriginIsNotHammered(t *testing.T) {
 	const (
 		clients  = 20
@@ -354,7 +357,6 @@ func TestFaultFailingOriginIsNotHammered(t *testing.T) {
 				e := newFaultEnv(t, faultOptions{
 					valkey: valkey, synthetic: keys, down: down,
 					breakerFailures: trip, breakerCoolDown: coolDown,
-					negativeTTL: time.Second,
 				})
 				e.origin.SetFault("", fixtures.Fault{Status: 500})
 				start := time.Now()
@@ -398,4 +400,27 @@ func TestMoreChunkWithoutPostsIsEmpty(t *testing.T) {
 	if !errors.Is(err, origin.ErrNotFound) {
 		t.Errorf("a chunk of a name with no channel: err = %v, want ErrNotFound", err)
 	}
+}
+
+// A response never rendered before, from a page past its refresh point,
+// is rendered from the stale page at once when the origin hangs: only
+// the refresh of a response already held waits for a fresh page.
+func TestFaultColdResponseFromStalePageWhileOriginHangs(t *testing.T) {
+	tiers(t, func(t *testing.T, valkey bool) {
+		e := newFaultEnv(t, faultOptions{valkey: valkey})
+		render := func(res pages.Result) ([]byte, error) { return []byte(fmt.Sprint(res.Hash)), nil }
+		if _, err := e.svc.RenderedEntry(pageCtx(t), "a", news, render); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Minute)
+		e.origin.SetLatency(time.Hour)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		start := time.Now()
+		got, err := e.svc.RenderedEntry(ctx, "b", news, render)
+		if err != nil || e.clock.Now().Sub(got.FetchedAt) < time.Minute {
+			t.Fatalf("a new response of a stale page, origin hung: fetched %v ago, %v after %v; want the stale page rendered at once",
+				e.clock.Now().Sub(got.FetchedAt), err, time.Since(start).Round(time.Millisecond))
+		}
+	})
 }

@@ -192,6 +192,12 @@ func TestAbuseREST(t *testing.T) {
 		{name: "declared body on a GET",
 			raw:    "GET /v1/body/" + demoChannel + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n",
 			status: 413, code: server.CodeTooLarge, closed: true},
+		{name: "declared small body on a GET, never sent",
+			raw:    "GET /v1/body/" + demoChannel + " HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",
+			status: 200, closed: true, figure: "GET with a declared 5-byte body never sent, time to answer"},
+		{name: "declared small body on a HEAD, never sent",
+			raw:    "HEAD /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",
+			status: 200, closed: true},
 		{name: "chunked body past the limit, never finished",
 			raw: "POST /v1/previews HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
 				strconv.FormatInt(limit+1, 16) + "\r\n" + padJSON(t, one, limit+1) + "\r\n",

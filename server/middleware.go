@@ -119,6 +119,11 @@ func (h *handler) limitBody(next http.Handler) http.Handler {
 		}
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = &trackedBody{ReadCloser: http.MaxBytesReader(w, r.Body, h.maxBody)}
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				// No GET route reads a body: without this, net/http would
+				// wait for one declared and never sent before answering.
+				closeIfBodyUnread(w, r)
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
