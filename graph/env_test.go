@@ -43,6 +43,9 @@ type envOptions struct {
 	corsOrigins     []string
 	shared          cache.Cache // another replica's cache
 	feedKeep        time.Duration
+	timeout         time.Duration
+	maxExpensive    int
+	onParse         func(query string) // see graph.SetParseHook
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -72,7 +75,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gh, err := graph.NewHandler(graph.HandlerConfig{
+	cfg := graph.HandlerConfig{
 		Pages:                ps,
 		Feed:                 fs,
 		Cache:                store,
@@ -81,7 +84,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 		ComplexityLimit:      o.complexityLimit,
 		MaxDepth:             o.maxDepth,
 		CORSOrigins:          o.corsOrigins,
-	})
+		Timeout:              o.timeout,
+		MaxExpensive:         o.maxExpensive,
+	}
+	graph.SetParseHook(&cfg, o.onParse)
+	gh, err := graph.NewHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

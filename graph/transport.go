@@ -2,6 +2,7 @@ package graph
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,9 +12,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -21,11 +24,11 @@ import (
 // httpTransport serves GraphQL over HTTP: POST with a JSON body, or GET
 // with the request in the URL (queries only, so a GET never changes
 // anything). It bounds the request size, accepts one operation per request
-// (no batches) and hands feed-only queries to the fast path.
+// (no batches) and hands the operation to run.
 type httpTransport struct {
 	get     bool // GET; else POST
 	maxBody int64
-	fast    *fastPath // nil: every operation goes through the executor
+	run     *runner
 }
 
 var _ graphql.Transport = httpTransport{}
@@ -44,7 +47,10 @@ func (t httpTransport) Supports(r *http.Request) bool {
 const graphqlResponseJSON = "application/graphql-response+json"
 
 func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	ctx := r.Context()
+	// The request's context ends when the client goes away; the deadline
+	// bounds the operation even when it stays.
+	ctx, cancel := context.WithTimeout(r.Context(), t.run.timeout)
+	defer cancel()
 	strict := acceptsGraphQLResponse(r.Header.Get("Accept"))
 	if strict {
 		w.Header().Set("Content-Type", graphqlResponseJSON)
@@ -79,11 +85,48 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		writeErrors(w, http.StatusMethodNotAllowed, gqlerror.List{badRequest("GET requests only allow query operations")})
 		return
 	}
-	if t.fast != nil {
-		if parts, ok := t.fast.serve(ctx, rc); ok {
+	t.run.do(ctx, w, r, exec, rc)
+}
+
+// expensiveWait is how long an expensive operation waits for a turn
+// before the client is asked to retry.
+const expensiveWait = 2 * time.Second
+
+// runner runs validated operations: expensive ones take a turn at a gate,
+// feed-only queries go to the fast path, and no answer larger than
+// maxResponse is written.
+type runner struct {
+	timeout       time.Duration
+	maxResponse   int
+	expensiveCost int
+	gate          *gate
+	fast          *fastPath // nil: every operation goes through the executor
+}
+
+func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, rc *graphql.OperationContext) {
+	if run.expensive(rc) {
+		release, ok := run.gate.enter(ctx)
+		if !ok {
+			if r.Context().Err() != nil {
+				return // the client left
+			}
+			w.Header().Set("Retry-After", "1")
+			err := gqlerror.Errorf("too many expensive operations (introspection, or a cost of %d or more) are running; retry in a moment", run.expensiveCost)
+			err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": 1}
+			writeErrors(w, http.StatusServiceUnavailable, gqlerror.List{err})
+			return
+		}
+		defer release()
+	}
+	if run.fast != nil {
+		if parts, ok := run.fast.serve(ctx, rc); ok {
 			n := 0
 			for _, p := range parts {
 				n += len(p)
+			}
+			if n > run.maxResponse {
+				writeErrors(w, http.StatusOK, gqlerror.List{run.tooLarge(n)})
+				return
 			}
 			w.Header().Set("Content-Length", strconv.Itoa(n))
 			for _, p := range parts {
@@ -95,7 +138,69 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		}
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
-	writeJSON(w, responses(ctx))
+	resp := responses(ctx)
+	switch {
+	case r.Context().Err() != nil:
+		return // nobody reads the answer
+	case resp == nil:
+		err := gqlerror.Errorf("the operation did not finish within %s; ask for fewer channels or posts, or retry", run.timeout)
+		err.Extensions = map[string]any{"code": CodeUpstreamUnavailable}
+		writeErrors(w, http.StatusOK, gqlerror.List{err})
+	case len(resp.Data) > run.maxResponse:
+		writeErrors(w, http.StatusOK, gqlerror.List{run.tooLarge(len(resp.Data))})
+	default:
+		writeJSON(w, resp)
+	}
+}
+
+// expensive reports whether an operation must take a turn at the gate:
+// it introspects the schema, or its cost reaches expensiveCost.
+func (run *runner) expensive(rc *graphql.OperationContext) bool {
+	if s, ok := rc.Stats.GetExtension("ComplexityLimit").(*extension.ComplexityStats); ok && s.Complexity >= run.expensiveCost {
+		return true
+	}
+	// __schema and __type are fields of the query root only.
+	for _, f := range graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Query"}) {
+		if f.Name == "__schema" || f.Name == "__type" {
+			return true
+		}
+	}
+	return false
+}
+
+func (run *runner) tooLarge(n int) *gqlerror.Error {
+	err := gqlerror.Errorf("the answer is %d bytes, more than the %d allowed; select fewer fields or ask for fewer posts", n, run.maxResponse)
+	err.Extensions = map[string]any{"code": CodeComplexity}
+	return err
+}
+
+// gate admits a bounded number of holders at once.
+type gate struct {
+	slots chan struct{}
+	wait  time.Duration
+}
+
+func newGate(n int, wait time.Duration) *gate {
+	return &gate{slots: make(chan struct{}, n), wait: wait}
+}
+
+// enter takes a slot, waiting at most g.wait, and returns its release.
+func (g *gate) enter(ctx context.Context) (release func(), ok bool) {
+	release = func() { <-g.slots }
+	select {
+	case g.slots <- struct{}{}:
+		return release, true
+	default:
+	}
+	timer := time.NewTimer(g.wait)
+	defer timer.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		return release, true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return nil, false
 }
 
 // read fills params from the request, returning the HTTP status to answer
