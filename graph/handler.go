@@ -88,9 +88,10 @@ type HandlerConfig struct {
 	// MaxResponseBytes caps the JSON of one response; a larger answer is
 	// replaced by a COMPLEXITY_LIMIT_EXCEEDED error.
 	MaxResponseBytes int
-	// MaxExpensive caps the expensive operations (introspection, or a
-	// cost of ExpensiveCost or more) running at once; others wait briefly
-	// for a turn. Zero means half the CPUs, at least one.
+	// MaxExpensive caps the expensive operations (introspection,
+	// documents over 16 KiB, or a cost of ExpensiveCost or more) running
+	// at once; others wait briefly for a turn. Zero means half the CPUs,
+	// at least one.
 	MaxExpensive  int
 	ExpensiveCost int
 	// DisableIntrospection turns schema introspection off (it is on by
@@ -188,6 +189,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		maxRootFields:   cfg.MaxRootFields,
 		maxCost:         cfg.ComplexityLimit,
 		maxPairs:        maxMergePairs,
+		expensiveCost:   cfg.ExpensiveCost,
 		noIntrospection: cfg.DisableIntrospection,
 		schema:          es.Schema(),
 		lists:           introspectionLists(es.Schema()),

@@ -57,6 +57,20 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	} else {
 		w.Header().Set("Content-Type", "application/json")
 	}
+	// Decoding and parsing a large document costs milliseconds even when
+	// it is refused; such requests take a turn at the gate before reading
+	// it, so that a flood of them keeps to its share of the CPUs.
+	tr := &turn{gate: t.run.gate}
+	defer tr.drop()
+	ctx = context.WithValue(ctx, turnKey{}, tr)
+	size := r.ContentLength
+	if t.get {
+		size = int64(len(r.URL.RawQuery))
+	}
+	if (size < 0 || size > bigDocument) && !tr.take(ctx) {
+		t.run.busy(w, r)
+		return
+	}
 
 	params := &graphql.RawParams{Headers: r.Header}
 	params.ReadTime.Start = graphql.Now()
@@ -67,6 +81,11 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	params.ReadTime.End = graphql.Now()
 
 	rc, errs := exec.CreateOperationContext(ctx, params)
+	tr.drop() // parsed and validated; expensive operations take it again
+	if len(errs) == 1 && errs[0].Extensions["code"] == CodeRateLimited {
+		t.run.busy(w, r) // no turn to parse the document
+		return
+	}
 	if errs != nil {
 		status := http.StatusOK
 		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
@@ -104,19 +123,9 @@ type runner struct {
 }
 
 func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, rc *graphql.OperationContext) {
-	if run.expensive(rc) {
-		release, ok := run.gate.enter(ctx)
-		if !ok {
-			if r.Context().Err() != nil {
-				return // the client left
-			}
-			w.Header().Set("Retry-After", "1")
-			err := gqlerror.Errorf("too many expensive operations (introspection, or a cost of %d or more) are running; retry in a moment", run.expensiveCost)
-			err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": 1}
-			writeErrors(w, http.StatusServiceUnavailable, gqlerror.List{err})
-			return
-		}
-		defer release()
+	if run.expensive(rc) && !takeTurn(ctx) {
+		run.busy(w, r)
+		return
 	}
 	if run.fast != nil {
 		if parts, ok := run.fast.serve(ctx, rc); ok {
@@ -139,18 +148,24 @@ func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
-	switch {
-	case r.Context().Err() != nil:
+	if r.Context().Err() != nil {
 		return // nobody reads the answer
-	case resp == nil:
+	}
+	if resp == nil {
+		resp = &graphql.Response{}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		// The fields cut short say Telegram did not answer in time; this
+		// says why they were cut.
 		err := gqlerror.Errorf("the operation did not finish within %s; ask for fewer channels or posts, or retry", run.timeout)
 		err.Extensions = map[string]any{"code": CodeUpstreamUnavailable}
-		writeErrors(w, http.StatusOK, gqlerror.List{err})
-	case len(resp.Data) > run.maxResponse:
-		writeErrors(w, http.StatusOK, gqlerror.List{run.tooLarge(len(resp.Data))})
-	default:
-		writeJSON(w, resp)
+		resp.Errors = append(resp.Errors, err)
 	}
+	if len(resp.Data) > run.maxResponse {
+		writeErrors(w, http.StatusOK, gqlerror.List{run.tooLarge(len(resp.Data))})
+		return
+	}
+	writeJSON(w, resp)
 }
 
 // expensive reports whether an operation must take a turn at the gate:
@@ -168,10 +183,60 @@ func (run *runner) expensive(rc *graphql.OperationContext) bool {
 	return false
 }
 
+// busy answers a request that found no turn at the gate.
+func (run *runner) busy(w http.ResponseWriter, r *http.Request) {
+	if r.Context().Err() != nil {
+		return // the client left
+	}
+	w.Header().Set("Retry-After", "1")
+	writeErrors(w, http.StatusServiceUnavailable, gqlerror.List{busyError(run.expensiveCost)})
+}
+
+func busyError(expensiveCost int) *gqlerror.Error {
+	err := gqlerror.Errorf("too many expensive operations (introspection, large documents, or a cost of %d or more) are running; retry in a moment", expensiveCost)
+	err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": 1}
+	return err
+}
+
 func (run *runner) tooLarge(n int) *gqlerror.Error {
 	err := gqlerror.Errorf("the answer is %d bytes, more than the %d allowed; select fewer fields or ask for fewer posts", n, run.maxResponse)
 	err.Extensions = map[string]any{"code": CodeComplexity}
 	return err
+}
+
+// bigDocument is the request size from which decoding and parsing take a
+// turn at the gate: about a millisecond of work.
+const bigDocument = 16 << 10
+
+type turnKey struct{}
+
+// turn is one request's place at the gate. Whatever asks for it (a large
+// body, a new document, an expensive operation) takes the one place, so a
+// request never waits for itself.
+type turn struct {
+	gate    *gate
+	release func() // nil when not held
+}
+
+func (t *turn) take(ctx context.Context) bool {
+	if t.release == nil {
+		t.release, _ = t.gate.enter(ctx)
+	}
+	return t.release != nil
+}
+
+func (t *turn) drop() {
+	if t.release != nil {
+		t.release()
+		t.release = nil
+	}
+}
+
+// takeTurn takes the turn of the request ctx belongs to; outside a
+// request (tests calling the executor directly) there is no gate.
+func takeTurn(ctx context.Context) bool {
+	t, ok := ctx.Value(turnKey{}).(*turn)
+	return !ok || t.take(ctx)
 }
 
 // gate admits a bounded number of holders at once.
