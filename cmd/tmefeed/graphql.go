@@ -34,6 +34,9 @@ func newGraphQL(cfg serveConfig, svc *pages.Service, store cache.Cache, log *slo
 		Feed:                 feeds,
 		Cache:                store,
 		DisableIntrospection: !cfg.Introspection,
+		Timeout:              cfg.GraphQLTimeout,
+		MaxResponseBytes:     cfg.GraphQLMaxMB << 20,
+		MaxExpensive:         cfg.GraphQLMaxExpensive,
 		CORSOrigins:          splitList(cfg.CORSOrigins),
 		Logger:               log,
 	})
