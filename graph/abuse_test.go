@@ -480,32 +480,44 @@ func TestAbuseGraphQLResponseCap(t *testing.T) {
 	}
 }
 
-// Expensive operations take turns: with one turn held by a slow
-// introspection-free but costly feed, introspection waits, then is told
-// to retry; a cheap query is answered meanwhile.
+// CPU-bound work takes turns: while a new document holds the only turn
+// (its parse is held up here), introspection waits, then is told to
+// retry; a cached query is answered meanwhile.
 func TestAbuseGraphQLBusy(t *testing.T) {
-	e := newEnv(t, envOptions{synthetic: 20, maxExpensive: 1, upstreamTimeout: 2 * time.Minute, timeout: time.Minute})
-	if r := e.query(t, `{ channel(username: "tmefeed_news") { title } }`, nil); len(r.Errors) > 0 {
-		t.Fatal(r.Errors) // cached from here on
+	hold, held := make(chan struct{}), make(chan struct{})
+	e := newEnv(t, envOptions{maxExpensive: 1, onParse: func(q string) {
+		if strings.Contains(q, "# hold") {
+			close(held)
+			<-hold
+		}
+	}})
+	cached := `{ channel(username: "tmefeed_news") { title } }`
+	if r := e.query(t, cached, nil); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
 	}
-	e.stallOrigin(t)
-	names := make([]string, 20)
-	for i := range names {
-		names[i] = fmt.Sprintf("loadchan%03d", i+1)
-	}
-	slow, _ := json.Marshal(request{Query: `query($c: [String!]!) { feed(channels: $c) { totalCount } }`, Variables: map[string]any{"c": names}})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() { _, _ = postRaw(ctx, e.srv.Client(), e.srv.URL+"/graphql", slow) }()
-	for e.origin.Total() < 2 {
-		time.Sleep(time.Millisecond) // until the feed holds the turn
-	}
+	done := make(chan response)
+	go func() {
+		body, _ := json.Marshal(request{Query: "{ __typename } # hold"})
+		r, _ := postRaw(t.Context(), e.srv.Client(), e.srv.URL+"/graphql", body)
+		done <- r
+	}()
+	<-held
 	r := e.query(t, `{ __schema { queryType { name } } }`, nil)
 	if r.status != http.StatusServiceUnavailable || !slices.Equal(r.codes(), []string{"RATE_LIMITED"}) {
 		t.Errorf("introspection while the turn is held: %d %s", r.status, r.raw)
 	}
-	if r := e.query(t, `{ channel(username: "tmefeed_news") { title } }`, nil); len(r.Errors) > 0 {
-		t.Errorf("a cheap cached query while the turn is held: %+v", r.Errors)
+	r = e.query(t, `{ channel(username: "tmefeed_news") { username } }`, nil)
+	if r.status != http.StatusServiceUnavailable || !slices.Equal(r.codes(), []string{"RATE_LIMITED"}) {
+		t.Errorf("a new document while the turn is held: %d %s", r.status, r.raw)
 	}
-	cancel()
+	if r := e.query(t, cached, nil); len(r.Errors) > 0 {
+		t.Errorf("a cached query while the turn is held: %+v", r.Errors)
+	}
+	close(hold)
+	if r := <-done; len(r.Errors) > 0 || string(r.Data) != `{"__typename":"Query"}` {
+		t.Errorf("the held document: %d %s", r.status, r.raw)
+	}
+	if r := e.query(t, `{ __schema { queryType { name } } }`, nil); len(r.Errors) > 0 {
+		t.Errorf("introspection once the turn is free: %+v", r.Errors)
+	}
 }

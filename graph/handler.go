@@ -41,9 +41,6 @@ const (
 	DefaultMaxIntrospectionDepth = 16
 	DefaultTimeout               = 10 * time.Second
 	DefaultMaxResponseBytes      = 32 << 20
-	// DefaultExpensiveCost is the cost (see ComplexityLimit) from which an
-	// operation counts as expensive: ten upstream pages.
-	DefaultExpensiveCost = 10 * DefaultFetchCost
 )
 
 // maxMergePairs bounds the field pairs validation compares (see
@@ -88,12 +85,11 @@ type HandlerConfig struct {
 	// MaxResponseBytes caps the JSON of one response; a larger answer is
 	// replaced by a COMPLEXITY_LIMIT_EXCEEDED error.
 	MaxResponseBytes int
-	// MaxExpensive caps the expensive operations (introspection,
-	// documents over 16 KiB, or a cost of ExpensiveCost or more) running
-	// at once; others wait briefly for a turn. Zero means half the CPUs,
-	// at least one.
-	MaxExpensive  int
-	ExpensiveCost int
+	// MaxExpensive caps the CPU-bound work running at once: parsing and
+	// validating documents not in the query cache, decoding requests over
+	// 16 KiB, introspection. Others wait briefly for a turn. Zero means
+	// half the CPUs, at least one.
+	MaxExpensive int
 	// DisableIntrospection turns schema introspection off (it is on by
 	// default, for GraphiQL and code generators).
 	DisableIntrospection bool
@@ -128,7 +124,6 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	setDefault(&cfg.Timeout, DefaultTimeout)
 	setDefault(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
 	setDefault(&cfg.MaxExpensive, max(1, runtime.GOMAXPROCS(0)/2))
-	setDefault(&cfg.ExpensiveCost, DefaultExpensiveCost)
 	setDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&cfg.MaxPostsFirst, DefaultMaxPostsFirst)
 	setDefault(&cfg.MaxPreviews, cfg.Feed.MaxChannels())
@@ -162,11 +157,10 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 
 	docs := lru.New[*ast.QueryDocument](1000)
 	run := &runner{
-		timeout:       cfg.Timeout,
-		maxResponse:   cfg.MaxResponseBytes,
-		expensiveCost: cfg.ExpensiveCost,
-		gate:          newGate(cfg.MaxExpensive, expensiveWait),
-		fast:          fast,
+		timeout:     cfg.Timeout,
+		maxResponse: cfg.MaxResponseBytes,
+		gate:        newGate(cfg.MaxExpensive, expensiveWait),
+		fast:        fast,
 	}
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodOptions}})
@@ -189,7 +183,6 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		maxRootFields:   cfg.MaxRootFields,
 		maxCost:         cfg.ComplexityLimit,
 		maxPairs:        maxMergePairs,
-		expensiveCost:   cfg.ExpensiveCost,
 		noIntrospection: cfg.DisableIntrospection,
 		schema:          es.Schema(),
 		lists:           introspectionLists(es.Schema()),

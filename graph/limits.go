@@ -34,7 +34,6 @@ type limits struct {
 	maxRootFields int
 	maxCost       int // estimated result size, see cost
 	maxPairs      int // same-key field pairs validation compares, see pairs
-	expensiveCost int // for the busy error's message
 	// noIntrospection rejects __schema and __type up front, so a client
 	// learns why instead of meeting null fields.
 	noIntrospection bool
@@ -69,7 +68,7 @@ func (l *limits) MutateOperationParameters(ctx context.Context, params *graphql.
 	// gate: a flood of new documents, refused or not, then keeps to its
 	// share of the CPUs, and cached queries are not held up behind it.
 	if !takeTurn(ctx) {
-		return busyError(l.expensiveCost)
+		return busyError()
 	}
 	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: params.Query}, l.tokens)
 	if err != nil {

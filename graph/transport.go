@@ -16,7 +16,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
-	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -57,24 +56,16 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	} else {
 		w.Header().Set("Content-Type", "application/json")
 	}
-	// Decoding and parsing a large document costs milliseconds even when
-	// it is refused; such requests take a turn at the gate before reading
-	// it, so that a flood of them keeps to its share of the CPUs.
 	tr := &turn{gate: t.run.gate}
 	defer tr.drop()
 	ctx = context.WithValue(ctx, turnKey{}, tr)
-	size := r.ContentLength
-	if t.get {
-		size = int64(len(r.URL.RawQuery))
-	}
-	if (size < 0 || size > bigDocument) && !tr.take(ctx) {
-		t.run.busy(w, r)
-		return
-	}
 
 	params := &graphql.RawParams{Headers: r.Header}
 	params.ReadTime.Start = graphql.Now()
-	if status, err := t.read(w, r, params); err != nil {
+	if status, err := t.read(ctx, w, r, params); errors.Is(err, errNoTurn) {
+		t.run.busy(w, r)
+		return
+	} else if err != nil {
 		writeErrors(w, status, gqlerror.List{badRequest(err.Error())})
 		return
 	}
@@ -107,23 +98,22 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	t.run.do(ctx, w, r, exec, rc)
 }
 
-// expensiveWait is how long an expensive operation waits for a turn
-// before the client is asked to retry.
+// expensiveWait is how long a request waits for a turn before the client
+// is asked to retry.
 const expensiveWait = 2 * time.Second
 
-// runner runs validated operations: expensive ones take a turn at a gate,
-// feed-only queries go to the fast path, and no answer larger than
+// runner runs validated operations: introspection takes a turn at the
+// gate, feed-only queries go to the fast path, and no answer larger than
 // maxResponse is written.
 type runner struct {
-	timeout       time.Duration
-	maxResponse   int
-	expensiveCost int
-	gate          *gate
-	fast          *fastPath // nil: every operation goes through the executor
+	timeout     time.Duration
+	maxResponse int
+	gate        *gate
+	fast        *fastPath // nil: every operation goes through the executor
 }
 
 func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, rc *graphql.OperationContext) {
-	if run.expensive(rc) && !takeTurn(ctx) {
+	if introspects(rc) && !takeTurn(ctx) {
 		run.busy(w, r)
 		return
 	}
@@ -168,12 +158,10 @@ func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	writeJSON(w, resp)
 }
 
-// expensive reports whether an operation must take a turn at the gate:
-// it introspects the schema, or its cost reaches expensiveCost.
-func (run *runner) expensive(rc *graphql.OperationContext) bool {
-	if s, ok := rc.Stats.GetExtension("ComplexityLimit").(*extension.ComplexityStats); ok && s.Complexity >= run.expensiveCost {
-		return true
-	}
+// introspects reports whether an operation introspects the schema: all
+// CPU, unlike operations whose cost is pages fetched, which wait on the
+// origin and must not hold a turn while they do.
+func introspects(rc *graphql.OperationContext) bool {
 	// __schema and __type are fields of the query root only.
 	for _, f := range graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Query"}) {
 		if f.Name == "__schema" || f.Name == "__type" {
@@ -189,11 +177,11 @@ func (run *runner) busy(w http.ResponseWriter, r *http.Request) {
 		return // the client left
 	}
 	w.Header().Set("Retry-After", "1")
-	writeErrors(w, http.StatusServiceUnavailable, gqlerror.List{busyError(run.expensiveCost)})
+	writeErrors(w, http.StatusServiceUnavailable, gqlerror.List{busyError()})
 }
 
-func busyError(expensiveCost int) *gqlerror.Error {
-	err := gqlerror.Errorf("too many expensive operations (introspection, large documents, or a cost of %d or more) are running; retry in a moment", expensiveCost)
+func busyError() *gqlerror.Error {
+	err := gqlerror.Errorf("too many expensive operations (introspection, new or large documents) are running; retry in a moment")
 	err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": 1}
 	return err
 }
@@ -204,14 +192,14 @@ func (run *runner) tooLarge(n int) *gqlerror.Error {
 	return err
 }
 
-// bigDocument is the request size from which decoding and parsing take a
-// turn at the gate: about a millisecond of work.
+// bigDocument is the request size from which decoding takes a turn at the
+// gate: about a millisecond of work with parsing.
 const bigDocument = 16 << 10
 
 type turnKey struct{}
 
 // turn is one request's place at the gate. Whatever asks for it (a large
-// body, a new document, an expensive operation) takes the one place, so a
+// request, a new document, introspection) takes the one place, so a
 // request never waits for itself.
 type turn struct {
 	gate    *gate
@@ -268,12 +256,21 @@ func (g *gate) enter(ctx context.Context) (release func(), ok bool) {
 	return nil, false
 }
 
+// errNoTurn: a large request found no turn at the gate to be decoded.
+var errNoTurn = errors.New("graph: no turn to decode the request")
+
 // read fills params from the request, returning the HTTP status to answer
-// with when it cannot.
-func (t httpTransport) read(w http.ResponseWriter, r *http.Request, params *graphql.RawParams) (int, error) {
+// with when it cannot. Decoding and parsing a large document cost
+// milliseconds even when it is refused, so a large request takes its
+// turn at the gate (once read: a slow sender must not hold one) and a
+// flood of them keeps to its share of the CPUs.
+func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.Request, params *graphql.RawParams) (int, error) {
 	if t.get {
 		if int64(len(r.URL.RawQuery)) > t.maxBody {
 			return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", t.maxBody)
+		}
+		if len(r.URL.RawQuery) > bigDocument && !takeTurn(ctx) {
+			return 0, errNoTurn
 		}
 		q, err := url.ParseQuery(r.URL.RawQuery)
 		if err != nil {
@@ -302,6 +299,9 @@ func (t httpTransport) read(w http.ResponseWriter, r *http.Request, params *grap
 	}
 	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
 		return http.StatusBadRequest, errors.New("batched operations are not supported: send one operation per request")
+	}
+	if len(body) > bigDocument && !takeTurn(ctx) {
+		return 0, errNoTurn
 	}
 	if err := decodeJSON(body, params); err != nil {
 		return http.StatusBadRequest, fmt.Errorf("request body could not be decoded: %w", err)

@@ -62,7 +62,7 @@ var serveSettings = []setting{
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
 	{"GRAPHQL_TIMEOUT", "graphql-timeout", "10s", "deadline of one GraphQL operation, from parsing to the last byte"},
 	{"GRAPHQL_MAX_RESPONSE_MB", "graphql-max-response-mb", "32", "largest GraphQL answer in MiB; a larger one is replaced by a COMPLEXITY_LIMIT_EXCEEDED error"},
-	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "expensive GraphQL operations (introspection, new or large documents, costly queries) run at once; 0 = half the CPUs"},
+	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 }
 
