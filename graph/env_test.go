@@ -29,7 +29,10 @@ type env struct {
 	cache  cache.Cache
 	pages  *pages.Service
 	feed   *feed.Service
+	gql    http.Handler // the GraphQL handler alone
 	srv    *httptest.Server
+	// originSrv serves the fixture origin.
+	originSrv *httptest.Server
 }
 
 type envOptions struct {
@@ -43,6 +46,11 @@ type envOptions struct {
 	corsOrigins     []string
 	shared          cache.Cache // another replica's cache
 	feedKeep        time.Duration
+	timeout         time.Duration
+	maxExpensive    int
+	onParse         func(query string) // see graph.SetParseHook
+	upstreamTimeout time.Duration
+	maxResponse     int
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -50,7 +58,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	fo := fixtures.NewOrigin(fixtures.OriginOptions{Synthetic: o.synthetic, SyntheticSource: o.syntheticSource, Latency: o.originLatency})
 	originSrv := httptest.NewServer(fo)
 	t.Cleanup(originSrv.Close)
-	client, err := origin.New(origin.Config{BaseURL: originSrv.URL, RequestTimeout: 5 * time.Second, MaxRetries: -1})
+	upstreamTimeout := o.upstreamTimeout
+	if upstreamTimeout == 0 {
+		upstreamTimeout = 5 * time.Second
+	}
+	client, err := origin.New(origin.Config{BaseURL: originSrv.URL, RequestTimeout: upstreamTimeout, MaxRetries: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +84,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gh, err := graph.NewHandler(graph.HandlerConfig{
+	cfg := graph.HandlerConfig{
 		Pages:                ps,
 		Feed:                 fs,
 		Cache:                store,
@@ -80,7 +92,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 		DisableIntrospection: o.noIntrospection,
 		ComplexityLimit:      o.complexityLimit,
 		MaxDepth:             o.maxDepth,
-	})
+		Timeout:              o.timeout,
+		MaxExpensive:         o.maxExpensive,
+		MaxResponseBytes:     o.maxResponse,
+	}
+	graph.SetParseHook(&cfg, o.onParse)
+	gh, err := graph.NewHandler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +108,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour, CORSOrigins: o.corsOrigins})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	e := &env{origin: fo, cache: store, pages: ps, feed: fs, srv: srv}
+	e := &env{origin: fo, cache: store, pages: ps, feed: fs, gql: gh, srv: srv, originSrv: originSrv}
 	if tt, ok := t.(*testing.T); ok {
 		e.t = tt
 	}
@@ -193,4 +210,19 @@ func (e *env) do(t *testing.T, method, path string, body []byte) response {
 		t.Fatalf("%s %s: %d %s: %v", method, path, resp.StatusCode, raw, err)
 	}
 	return out
+}
+
+// stallOrigin makes the origin hold every request for a minute, and lets
+// the held ones go when the test ends (cache loads run detached from the
+// requests that started them and would keep the origin busy).
+func (e *env) stallOrigin(t *testing.T) {
+	e.origin.SetLatency(time.Minute)
+	t.Cleanup(e.originSrv.CloseClientConnections)
+}
+
+func httptestServer(t *testing.T, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
 }

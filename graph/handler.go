@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -30,7 +31,17 @@ const (
 	DefaultMaxPostsFirst   = 100
 	DefaultConcurrency     = 16
 	DefaultTokenLimit      = 15_000
+	// A full introspection query (GraphiQL's) selects about 230 fields
+	// and nests 15 levels; a feed query about 30 fields and 7 levels.
+	DefaultMaxFields             = 1_000
+	DefaultMaxIntrospectionDepth = 16
+	DefaultTimeout               = 10 * time.Second
+	DefaultMaxResponseBytes      = 32 << 20
 )
+
+// maxMergePairs bounds the field pairs validation compares (see
+// measurer.pairs): about 100 ns each, some milliseconds in all.
+const maxMergePairs = 50_000
 
 // HandlerConfig configures the GraphQL handler. (Config is the generated
 // schema configuration.)
@@ -47,16 +58,36 @@ type HandlerConfig struct {
 	// field may fetch costs FetchCost; every object returned costs its
 	// selected fields. A 100-channel feed costs 100·FetchCost plus first
 	// times its selection. Zero means DefaultComplexityLimit, raised when
-	// needed so that a feed of Feed.MaxChannels() channels fits.
+	// needed so that a feed of Feed.MaxChannels() channels fits. It also
+	// bounds the estimated size of an introspection answer, measured
+	// before the document is validated.
 	ComplexityLimit int
 	FetchCost       int
 	MaxDepth        int // levels of nested fields
 	MaxAliases      int // aliased fields in one operation
 	MaxRootFields   int // root fields in one operation
-	MaxBodyBytes    int64
-	MaxPostsFirst   int // first of Channel.posts
-	MaxPreviews     int // names of previews; zero means Feed.MaxChannels()
-	Concurrency     int // preview pages fetched at once
+	// MaxFields caps the fields and directives of a document, each
+	// fragment counted at every spread.
+	MaxFields int
+	// MaxIntrospectionDepth is MaxDepth below __schema and __type, whose
+	// type references nest deeper than any query of the schema.
+	MaxIntrospectionDepth int
+	TokenLimit            int // lexical tokens of a document
+	MaxBodyBytes          int64
+	MaxPostsFirst         int // first of Channel.posts
+	MaxPreviews           int // names of previews; zero means Feed.MaxChannels()
+	Concurrency           int // preview pages fetched at once
+	// Timeout bounds one operation, from parsing to the last byte
+	// written.
+	Timeout time.Duration
+	// MaxResponseBytes caps the JSON of one response; a larger answer is
+	// replaced by a COMPLEXITY_LIMIT_EXCEEDED error.
+	MaxResponseBytes int
+	// MaxExpensive caps the CPU-bound work running at once: parsing and
+	// validating documents not in the query cache, decoding requests over
+	// 16 KiB, introspection. Others wait briefly for a turn. Zero means
+	// half the CPUs, at least one.
+	MaxExpensive int
 	// DisableIntrospection turns schema introspection off (it is on by
 	// default, for GraphiQL and code generators).
 	DisableIntrospection bool
@@ -64,6 +95,10 @@ type HandlerConfig struct {
 	DisableFastPath bool
 	Logger          *slog.Logger
 	Now             func() time.Time
+
+	// onParse is called for each document that goes on to gqlgen's parser
+	// and validator (tests count them).
+	onParse func(query string)
 }
 
 // NewHandler returns the http.Handler serving POST and GET /graphql.
@@ -78,6 +113,12 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	setDefault(&cfg.MaxDepth, DefaultMaxDepth)
 	setDefault(&cfg.MaxAliases, DefaultMaxAliases)
 	setDefault(&cfg.MaxRootFields, DefaultMaxRootFields)
+	setDefault(&cfg.MaxFields, DefaultMaxFields)
+	setDefault(&cfg.MaxIntrospectionDepth, max(DefaultMaxIntrospectionDepth, cfg.MaxDepth))
+	setDefault(&cfg.TokenLimit, DefaultTokenLimit)
+	setDefault(&cfg.Timeout, DefaultTimeout)
+	setDefault(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	setDefault(&cfg.MaxExpensive, max(1, runtime.GOMAXPROCS(0)/2))
 	setDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&cfg.MaxPostsFirst, DefaultMaxPostsFirst)
 	setDefault(&cfg.MaxPreviews, cfg.Feed.MaxChannels())
@@ -111,24 +152,45 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		}
 	}
 
+	run := &runner{
+		timeout:     cfg.Timeout,
+		maxResponse: cfg.MaxResponseBytes,
+		gate:        newGate(cfg.MaxExpensive, expensiveWait),
+		fast:        fast,
+	}
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodOptions}})
-	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, fast: fast})
-	srv.AddTransport(httpTransport{maxBody: cfg.MaxBodyBytes, fast: fast})
+	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})
+	srv.AddTransport(httpTransport{maxBody: cfg.MaxBodyBytes, run: run})
 	srv.SetQueryCache(stores.queries)
-	srv.SetParserTokenLimit(DefaultTokenLimit)
+	srv.SetParserTokenLimit(cfg.TokenLimit)
 	srv.SetErrorPresenter(present)
 	if !cfg.DisableIntrospection {
 		srv.Use(extension.Introspection{})
 	}
 	srv.Use(extension.AutomaticPersistedQuery{Cache: stores.apq})
-	srv.Use(limits{maxDepth: cfg.MaxDepth, maxAliases: cfg.MaxAliases, maxRootFields: cfg.MaxRootFields, noIntrospection: cfg.DisableIntrospection})
+	// After persisted queries (which fill in the query), before parsing.
+	srv.Use(&limits{
+		tokens:          cfg.TokenLimit,
+		maxFields:       cfg.MaxFields,
+		maxDepth:        cfg.MaxDepth,
+		maxIntroDepth:   cfg.MaxIntrospectionDepth,
+		maxAliases:      cfg.MaxAliases,
+		maxRootFields:   cfg.MaxRootFields,
+		maxCost:         cfg.ComplexityLimit,
+		maxPairs:        maxMergePairs,
+		noIntrospection: cfg.DisableIntrospection,
+		schema:          es.Schema(),
+		lists:           introspectionLists(es.Schema()),
+		validated:       stores.queries,
+		parsed:          cfg.onParse,
+	})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 
 	return srv, nil
 }
 
-func setDefault[T int | int64](v *T, def T) {
+func setDefault[T int | int64 | time.Duration](v *T, def T) {
 	if *v <= 0 {
 		*v = def
 	}

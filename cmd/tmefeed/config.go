@@ -18,28 +18,31 @@ import (
 // comes from an environment variable, overridden by the flag of the same
 // meaning.
 type serveConfig struct {
-	Port            int           // PORT, --port
-	Origin          string        // TME_ORIGIN, --origin
-	FallbackOrigin  string        // TME_FALLBACK_ORIGIN, --fallback-origin
-	CacheMode       string        // CACHE_MODE, --cache-mode
-	Refresh         time.Duration // derived from CacheMode
-	MemoryMaxMB     int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
-	MemoryLimitMB   int           // MEMORY_LIMIT_MB, --memory-limit-mb; 0 = derived (see applyMemoryLimit)
-	MemoryMaxTTL    time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
-	ValkeyURL       string        // VALKEY_URL, --valkey-url
-	ValkeyTimeout   time.Duration // VALKEY_TIMEOUT, --valkey-timeout
-	UpstreamTimeout time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
-	BreakerFailures int           // UPSTREAM_BREAKER_FAILURES, --upstream-breaker-failures
-	BreakerCoolDown time.Duration // UPSTREAM_BREAKER_COOLDOWN, --upstream-breaker-cooldown
-	RetryBudget     float64       // UPSTREAM_RETRY_BUDGET, --upstream-retry-budget
-	NegativeTTL     time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
-	ShutdownTimeout time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
-	LogLevel        slog.Level    // LOG_LEVEL, --log-level
-	LogFormat       string        // LOG_FORMAT, --log-format
-	Demo            bool          // --demo
-	CORSOrigins     string        // CORS_ORIGINS, --cors-origins (comma-separated)
-	Introspection   bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
-	FeedMaxChannels int           // FEED_MAX_CHANNELS, --feed-max-channels
+	Port                int           // PORT, --port
+	Origin              string        // TME_ORIGIN, --origin
+	FallbackOrigin      string        // TME_FALLBACK_ORIGIN, --fallback-origin
+	CacheMode           string        // CACHE_MODE, --cache-mode
+	Refresh             time.Duration // derived from CacheMode
+	MemoryMaxMB         int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
+	MemoryLimitMB       int           // MEMORY_LIMIT_MB, --memory-limit-mb; 0 = derived (see applyMemoryLimit)
+	MemoryMaxTTL        time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
+	ValkeyURL           string        // VALKEY_URL, --valkey-url
+	ValkeyTimeout       time.Duration // VALKEY_TIMEOUT, --valkey-timeout
+	UpstreamTimeout     time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
+	BreakerFailures     int           // UPSTREAM_BREAKER_FAILURES, --upstream-breaker-failures
+	BreakerCoolDown     time.Duration // UPSTREAM_BREAKER_COOLDOWN, --upstream-breaker-cooldown
+	RetryBudget         float64       // UPSTREAM_RETRY_BUDGET, --upstream-retry-budget
+	NegativeTTL         time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
+	ShutdownTimeout     time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
+	LogLevel            slog.Level    // LOG_LEVEL, --log-level
+	LogFormat           string        // LOG_FORMAT, --log-format
+	Demo                bool          // --demo
+	CORSOrigins         string        // CORS_ORIGINS, --cors-origins (comma-separated)
+	Introspection       bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
+	GraphQLTimeout      time.Duration // GRAPHQL_TIMEOUT, --graphql-timeout
+	GraphQLMaxMB        int           // GRAPHQL_MAX_RESPONSE_MB, --graphql-max-response-mb
+	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
+	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -67,6 +70,9 @@ var serveSettings = []setting{
 	{"LOG_FORMAT", "log-format", "text", "text | json"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
+	{"GRAPHQL_TIMEOUT", "graphql-timeout", "10s", "deadline of one GraphQL operation, from parsing to the last byte"},
+	{"GRAPHQL_MAX_RESPONSE_MB", "graphql-max-response-mb", "32", "largest GraphQL answer in MiB; a larger one is replaced by a COMPLEXITY_LIMIT_EXCEEDED error"},
+	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 }
 
@@ -163,6 +169,13 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.CORSOrigins = *vals["CORS_ORIGINS"]
 	if cfg.Introspection, err = strconv.ParseBool(*vals["GRAPHQL_INTROSPECTION"]); err != nil {
 		bad("GRAPHQL_INTROSPECTION", errors.New("want true or false"))
+	}
+	cfg.GraphQLTimeout = duration(*vals["GRAPHQL_TIMEOUT"], func(err error) { bad("GRAPHQL_TIMEOUT", err) }, false)
+	if cfg.GraphQLMaxMB, err = strconv.Atoi(*vals["GRAPHQL_MAX_RESPONSE_MB"]); err != nil || cfg.GraphQLMaxMB < 1 || cfg.GraphQLMaxMB > 1024 {
+		bad("GRAPHQL_MAX_RESPONSE_MB", errors.New("want a whole number of MiB from 1 to 1024"))
+	}
+	if cfg.GraphQLMaxExpensive, err = strconv.Atoi(*vals["GRAPHQL_MAX_EXPENSIVE"]); err != nil || cfg.GraphQLMaxExpensive < 0 {
+		bad("GRAPHQL_MAX_EXPENSIVE", errors.New("want a whole number, 0 for half the CPUs"))
 	}
 	if cfg.FeedMaxChannels, err = strconv.Atoi(*vals["FEED_MAX_CHANNELS"]); err != nil || cfg.FeedMaxChannels < 1 || cfg.FeedMaxChannels > 1000 {
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))

@@ -25,6 +25,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		LogLevel: slog.LevelInfo, LogFormat: "text",
 		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100,
 		BreakerFailures: 5, BreakerCoolDown: 10 * time.Second, RetryBudget: 0.2, NegativeTTL: 5 * time.Second,
+		GraphQLTimeout: 10 * time.Second, GraphQLMaxMB: 32,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -33,15 +34,17 @@ func TestServeConfigDefaults(t *testing.T) {
 
 func TestServeConfigEnvThenFlags(t *testing.T) {
 	e := env(map[string]string{
-		"PORT":                 "9000",
-		"TME_ORIGIN":           "http://127.0.0.1:8081/",
-		"TME_FALLBACK_ORIGIN":  "https://telegram.me",
-		"CACHE_MODE":           "aggressive",
-		"MEMORY_CACHE_MAX_MB":  "16",
-		"MEMORY_CACHE_MAX_TTL": "1h",
-		"UPSTREAM_TIMEOUT":     "3s",
-		"LOG_LEVEL":            "debug",
-		"LOG_FORMAT":           "json",
+		"PORT":                  "9000",
+		"TME_ORIGIN":            "http://127.0.0.1:8081/",
+		"TME_FALLBACK_ORIGIN":   "https://telegram.me",
+		"CACHE_MODE":            "aggressive",
+		"MEMORY_CACHE_MAX_MB":   "16",
+		"MEMORY_CACHE_MAX_TTL":  "1h",
+		"UPSTREAM_TIMEOUT":      "3s",
+		"LOG_LEVEL":             "debug",
+		"LOG_FORMAT":            "json",
+		"GRAPHQL_TIMEOUT":       "2s",
+		"GRAPHQL_MAX_EXPENSIVE": "3",
 	})
 	cfg, err := parseServeConfig(nil, e, io.Discard)
 	if err != nil {
@@ -49,7 +52,8 @@ func TestServeConfigEnvThenFlags(t *testing.T) {
 	}
 	if cfg.Port != 9000 || cfg.Origin != "http://127.0.0.1:8081" || cfg.FallbackOrigin != "https://telegram.me" ||
 		cfg.Refresh != 120*time.Second || cfg.MemoryMaxMB != 16 || cfg.MemoryMaxTTL != time.Hour ||
-		cfg.UpstreamTimeout != 3*time.Second || cfg.LogLevel != slog.LevelDebug || cfg.LogFormat != "json" {
+		cfg.UpstreamTimeout != 3*time.Second || cfg.LogLevel != slog.LevelDebug || cfg.LogFormat != "json" ||
+		cfg.GraphQLTimeout != 2*time.Second || cfg.GraphQLMaxExpensive != 3 {
 		t.Errorf("from env: %+v", cfg)
 	}
 
@@ -81,6 +85,9 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		{[]string{"--upstream-breaker-failures", "0"}, nil, []string{"--upstream-breaker-failures"}},
 		{nil, map[string]string{"UPSTREAM_BREAKER_COOLDOWN": "0"}, []string{"$UPSTREAM_BREAKER_COOLDOWN"}},
 		{nil, map[string]string{"NEGATIVE_CACHE_TTL": "-1s"}, []string{"$NEGATIVE_CACHE_TTL"}},
+		{nil, map[string]string{"GRAPHQL_TIMEOUT": "0"}, []string{"$GRAPHQL_TIMEOUT"}},
+		{[]string{"--graphql-max-response-mb", "0"}, nil, []string{"--graphql-max-response-mb"}},
+		{nil, map[string]string{"GRAPHQL_MAX_EXPENSIVE": "-1"}, []string{"$GRAPHQL_MAX_EXPENSIVE"}},
 		{[]string{"extra"}, nil, []string{"extra"}},
 	}
 	for _, c := range cases {

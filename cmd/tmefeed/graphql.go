@@ -47,6 +47,9 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store 
 		Feed:                 feeds,
 		Stores:               stores,
 		DisableIntrospection: !cfg.Introspection,
+		Timeout:              cfg.GraphQLTimeout,
+		MaxResponseBytes:     cfg.GraphQLMaxMB << 20,
+		MaxExpensive:         cfg.GraphQLMaxExpensive,
 		Logger:               log,
 	})
 	if err != nil {

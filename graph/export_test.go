@@ -1,0 +1,5 @@
+package graph
+
+// SetParseHook makes the handler call f for each document that passes the
+// limits and goes on to gqlgen's parser and validator.
+func SetParseHook(cfg *HandlerConfig, f func(query string)) { cfg.onParse = f }
