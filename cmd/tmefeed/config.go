@@ -39,6 +39,7 @@ type serveConfig struct {
 	CORSOrigins     string        // CORS_ORIGINS, --cors-origins (comma-separated)
 	Introspection   bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
 	FeedMaxChannels int           // FEED_MAX_CHANNELS, --feed-max-channels
+	CursorKey       string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -66,6 +67,7 @@ var serveSettings = []setting{
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
+	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -160,6 +162,7 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	if cfg.FeedMaxChannels, err = strconv.Atoi(*vals["FEED_MAX_CHANNELS"]); err != nil || cfg.FeedMaxChannels < 1 || cfg.FeedMaxChannels > 1000 {
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
 	}
+	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}

@@ -25,7 +25,7 @@ type graphQL struct {
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
 func newGraphQL(cfg serveConfig, svc *pages.Service, store cache.Cache, log *slog.Logger) (*graphQL, error) {
-	feeds, err := feed.New(feed.Config{Pages: svc, MaxChannels: cfg.FeedMaxChannels, Keep: cfg.Refresh})
+	feeds, err := feed.New(feed.Config{Pages: svc, MaxChannels: cfg.FeedMaxChannels, Keep: cfg.Refresh, CursorKey: cfg.CursorKey})
 	if err != nil {
 		return nil, err
 	}
