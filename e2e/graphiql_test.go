@@ -32,7 +32,7 @@ import (
 const typedQuery = `{
   feed(channels: ["tmefeed_news", "emoji_party"], first: 3, order: NEWEST) {
     totalCount
-    edges { node { channel { username } post { id text { plain } } } }
+    edges { node { channel { username } post { messageId text { plain } } } }
   }
 }`
 
@@ -190,7 +190,7 @@ func TestGraphiQLRunsATypedQuery(t *testing.T) {
 				Edges      []struct {
 					Node struct {
 						Channel struct{ Username string }
-						Post    struct{ ID int }
+						Post    struct{ MessageID int }
 					}
 				}
 			}
@@ -204,8 +204,8 @@ func TestGraphiQLRunsATypedQuery(t *testing.T) {
 		t.Fatalf("response pane: %s", text)
 	}
 	for _, e := range out.Data.Feed.Edges {
-		if u := e.Node.Channel.Username; u != "tmefeed_news" && u != "emoji_party" {
-			t.Errorf("a post of %q", u)
+		if u := e.Node.Channel.Username; u != "tmefeed_news" && u != "emoji_party" || e.Node.Post.MessageID < 1 {
+			t.Errorf("post %d of %q", e.Node.Post.MessageID, u)
 		}
 	}
 	t.Logf("GraphiQL answered %d of %d posts; screenshot in %s", len(out.Data.Feed.Edges), out.Data.Feed.TotalCount, filepath.Join(artifacts, "graphiql.png"))

@@ -1,59 +1,158 @@
 package feed
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
+	"hash"
 	"math"
-	"strconv"
-	"strings"
 
 	"github.com/tmefeed/tmefeed/pages"
 )
 
-// A cursor is the sort key of an item, so that paging continues after it
-// even when the feed was rebuilt in between: "f1|<order>|<score bits>|<date>|<channel>|<id>",
-// base64url-encoded so clients treat it as opaque.
-const cursorVersion = "f1"
+// A cursor is the sort key of an item, so that paging continues next to it
+// even when the feed was rebuilt in between, together with a hash binding
+// it to its feed (channels, order and filter). It is sealed: encrypted so
+// that clients cannot read, and come to depend on, what is inside, and
+// authenticated so that it cannot be altered. Sealing is deterministic
+// (SIV: the CTR IV is an HMAC of the plaintext), so one item of one feed
+// has the same cursor in every build and in every process with the same
+// key.
+//
+// Plaintext: version, order, binding (8 bytes), score bits (8 bytes),
+// varint date, uvarint id, channel.
 
-// cursor is a decoded cursor.
-type cursor struct {
-	order Order
-	key   sortKey
+const (
+	cursorVersion = 2
+	tagSize       = 16 // of the HMAC, also the CTR IV
+	fixedPlain    = 1 + 1 + 8 + 8
+)
+
+// DefaultCursorKey seals cursors when Config.CursorKey is empty. It keeps
+// them opaque and bound to their feed, and valid across processes and
+// restarts; being public, it does not stop someone who reads the source
+// from reading or forging a cursor, which holds only a post's public sort
+// key. Set a key of your own to rule that out.
+const DefaultCursorKey = "tmefeed default cursor key"
+
+// sealer seals and opens cursors. It is safe for concurrent use.
+type sealer struct {
+	block cipher.Block
+	mac   []byte
 }
 
-func encodeCursor(o Order, k sortKey) string {
-	s := cursorVersion + "|" + string(o[0]) + "|" + strconv.FormatUint(math.Float64bits(k.score), 16) +
-		"|" + strconv.FormatInt(k.date, 10) + "|" + k.channel + "|" + strconv.Itoa(k.id)
-	return base64.RawURLEncoding.EncodeToString([]byte(s))
-}
-
-func decodeCursor(s string) (cursor, error) {
-	bad := fmt.Errorf("%w: invalid cursor %q", pages.ErrBadRequest, truncate(s))
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+func newSealer(secret string) (*sealer, error) {
+	if secret == "" {
+		secret = DefaultCursorKey
+	}
+	k, err := hkdf.Key(sha256.New, []byte(secret), nil, "tmefeed feed cursor v2", 32+32)
 	if err != nil {
-		return cursor{}, bad
+		return nil, fmt.Errorf("feed: cursor key: %w", err)
 	}
-	f := strings.Split(string(raw), "|")
-	if len(f) != 6 || f[0] != cursorVersion {
-		return cursor{}, bad
+	block, err := aes.NewCipher(k[:32])
+	if err != nil {
+		return nil, fmt.Errorf("feed: cursor key: %w", err)
 	}
-	var c cursor
-	switch f[1] {
-	case "N":
-		c.order = Newest
-	case "R":
-		c.order = Ranked
+	return &sealer{block: block, mac: k[32:]}, nil
+}
+
+// cursor is an opened cursor.
+type cursor struct {
+	order   Order
+	binding uint64
+	key     sortKey
+}
+
+// cursorWriter seals the cursors of one build; it reuses its buffers and
+// so is not safe for concurrent use.
+type cursorWriter struct {
+	s       *sealer
+	mac     hash.Hash
+	binding uint64
+	order   Order
+	plain   []byte
+	sealed  []byte
+}
+
+func (s *sealer) writer(o Order, binding uint64) *cursorWriter {
+	return &cursorWriter{s: s, mac: hmac.New(sha256.New, s.mac), binding: binding, order: o}
+}
+
+func (w *cursorWriter) cursor(k sortKey) string {
+	p := append(w.plain[:0], cursorVersion, w.order[0])
+	p = binary.LittleEndian.AppendUint64(p, w.binding)
+	p = binary.LittleEndian.AppendUint64(p, math.Float64bits(k.score))
+	p = binary.AppendVarint(p, k.date)
+	p = binary.AppendUvarint(p, uint64(k.id))
+	p = append(p, k.channel...)
+	w.plain = p
+
+	w.mac.Reset()
+	w.mac.Write(p)
+	out := w.mac.Sum(w.sealed[:0])[:tagSize]
+	out = append(out, p...)
+	cipher.NewCTR(w.s.block, out[:tagSize]).XORKeyStream(out[tagSize:], p)
+	w.sealed = out
+	return base64.RawURLEncoding.EncodeToString(out)
+}
+
+// open decodes a cursor given as argument arg ("after" or "before") of a
+// request for feed q. Every failure is an ErrBadRequest naming arg.
+func (s *sealer) open(arg, c string, q query) (cursor, error) {
+	var out cursor
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(raw) < tagSize+fixedPlain+2 {
+		return out, notACursor(arg, c)
+	}
+	p := make([]byte, len(raw)-tagSize)
+	cipher.NewCTR(s.block, raw[:tagSize]).XORKeyStream(p, raw[tagSize:])
+	m := hmac.New(sha256.New, s.mac)
+	m.Write(p)
+	if !hmac.Equal(m.Sum(nil)[:tagSize], raw[:tagSize]) || p[0] != cursorVersion {
+		return out, notACursor(arg, c)
+	}
+	switch p[1] {
+	case 'N':
+		out.order = Newest
+	case 'R':
+		out.order = Ranked
 	default:
-		return cursor{}, bad
+		return out, notACursor(arg, c)
 	}
-	bits, err1 := strconv.ParseUint(f[2], 16, 64)
-	date, err2 := strconv.ParseInt(f[3], 10, 64)
-	id, err3 := strconv.Atoi(f[5])
-	if err1 != nil || err2 != nil || err3 != nil || f[4] == "" {
-		return cursor{}, bad
+	out.binding = binary.LittleEndian.Uint64(p[2:])
+	out.key.score = math.Float64frombits(binary.LittleEndian.Uint64(p[10:]))
+	rest := p[fixedPlain:]
+	date, n := binary.Varint(rest)
+	if n <= 0 {
+		return out, notACursor(arg, c)
 	}
-	c.key = sortKey{score: math.Float64frombits(bits), date: date, channel: f[4], id: id}
-	return c, nil
+	rest = rest[n:]
+	id, n := binary.Uvarint(rest)
+	if n <= 0 || id > math.MaxInt32 || len(rest) == n {
+		return out, notACursor(arg, c)
+	}
+	out.key.date, out.key.id, out.key.channel = date, int(id), string(rest[n:])
+
+	// Sealed by this service, so the only question left is whose feed it is.
+	if out.order != q.order {
+		return out, fmt.Errorf("%w: %s: the cursor belongs to a feed in %s order, not %s; a cursor only pages the feed it came from",
+			pages.ErrBadRequest, arg, out.order, q.order)
+	}
+	if out.binding != q.binding {
+		return out, fmt.Errorf("%w: %s: the cursor belongs to another feed (other channels or filter); a cursor only pages the feed it came from",
+			pages.ErrBadRequest, arg)
+	}
+	return out, nil
+}
+
+func notACursor(arg, c string) error {
+	return fmt.Errorf("%w: %s: %q is not a feed cursor; pass back a cursor, startCursor or endCursor unchanged",
+		pages.ErrBadRequest, arg, truncate(c))
 }
 
 func truncate(s string) string {

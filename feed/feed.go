@@ -1,6 +1,7 @@
 // Package feed merges the newest posts of many channels into one feed:
 // fetched through the page service, de-duplicated, filtered, ordered
-// (NEWEST or RANKED) and paged with opaque cursors. Identical concurrent
+// (NEWEST or RANKED) and paged both ways with opaque cursors bound to
+// their feed. Identical concurrent
 // requests share one build, and a build is kept until one of its pages
 // can have changed.
 package feed
@@ -90,6 +91,10 @@ type Config struct {
 	// runs). It bounds the parse working set of many distinct cold feeds
 	// arriving together. Zero means 2×MaxChannels.
 	BuildingPages int
+	// CursorKey is the secret cursors are sealed with; empty means
+	// DefaultCursorKey. Processes serving the same clients need the same
+	// key, or their cursors are refused by one another.
+	CursorKey string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -116,12 +121,17 @@ type Filter struct {
 	ExcludeService   bool
 }
 
-// Request asks for one page of a feed.
+// Request asks for one page of a feed. As in Relay's connections, the
+// items after After and before Before (cursors of the same feed; either
+// may be "") are cut to the first First of them or, when Last is set, to
+// the last *Last.
 type Request struct {
 	Channels []string // usernames; duplicates are ignored
-	First    int      // page size, 0..MaxFirst
-	After    string   // a cursor from an earlier page, or ""
-	Order    Order    // "" means Ranked
+	First    int      // page size, 0..MaxFirst; ignored when Last is set
+	After    string
+	Last     *int // page size, 0..MaxFirst, counted back from Before or the end
+	Before   string
+	Order    Order // "" means Ranked
 	Filter   Filter
 }
 
@@ -163,6 +173,7 @@ type Service struct {
 	building *semaphore.Weighted // channel pages held by builds in progress
 	builds   atomic.Int64
 	lastID   atomic.Uint64
+	cursors  *sealer
 }
 
 // Stats is what a Service holds in memory, in estimated heap bytes.
@@ -263,6 +274,9 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("feed: %w", err)
 	}
+	if s.cursors, err = newSealer(cfg.CursorKey); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -298,26 +312,26 @@ func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	var after *cursor
-	if req.After != "" {
-		c, err := decodeCursor(req.After)
+	var after, before *cursor
+	for _, c := range []struct {
+		arg, val string
+		dst      **cursor
+	}{{"after", req.After, &after}, {"before", req.Before, &before}} {
+		if c.val == "" {
+			continue
+		}
+		cur, err := s.cursors.open(c.arg, c.val, q)
 		if err != nil {
 			return nil, err
 		}
-		if c.order != q.order {
-			return nil, fmt.Errorf("%w: the cursor belongs to a feed in %s order", pages.ErrBadRequest, c.order)
-		}
-		after = &c
+		*c.dst = &cur
 	}
 	b, err := s.build(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	start := 0
-	if after != nil {
-		start = b.after(after.key)
-	}
-	return b.page(start, req.First), nil
+	start, end := b.window(after, before, req.First, req.Last)
+	return b.page(start, end), nil
 }
 
 // Rendered returns bytes rendered from p under key (which must say
@@ -354,6 +368,7 @@ func (s *Service) Rendered(p *Page, key string, render func() ([]byte, error)) (
 // query is a validated request without its page window.
 type query struct {
 	key      string   // identifies channels, order and filter
+	binding  uint64   // the same, for cursors: a hash of key without the invalid names
 	channels []string // valid, distinct, sorted
 	invalid  []Failure
 	order    Order
@@ -378,6 +393,9 @@ func (s *Service) normalize(req Request) (query, error) {
 	}
 	if req.First < 0 || req.First > s.cfg.MaxFirst {
 		return q, fmt.Errorf("%w: first must be from 0 to %d", pages.ErrBadRequest, s.cfg.MaxFirst)
+	}
+	if req.Last != nil && (*req.Last < 0 || *req.Last > s.cfg.MaxFirst) {
+		return q, fmt.Errorf("%w: last must be from 0 to %d", pages.ErrBadRequest, s.cfg.MaxFirst)
 	}
 	f, err := newFilter(req.Filter)
 	if err != nil {
@@ -408,6 +426,9 @@ func (s *Service) normalize(req Request) (query, error) {
 		k.WriteByte('|')
 		k.WriteString(c)
 	}
+	// Names that are not usernames change no post, so a cursor stays
+	// good without them.
+	q.binding = xxh3.HashString(k.String())
 	for _, f := range q.invalid {
 		k.WriteString("|!")
 		k.WriteString(f.Username)
@@ -524,7 +545,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		pagesOK = append(pagesOK, channelPage{name: name, channel: ch, page: p})
 		parsed[p] = out[i].res.Parsed
 	}
-	b.items = merge(pagesOK, q.filter, q.order, now)
+	b.items = merge(pagesOK, q.filter, q.order, now, s.cursors.writer(q.order, q.binding))
 	b.pin(pagesOK, parsed)
 	s.builds.Add(1)
 	s.keep(q.key, b)
@@ -574,10 +595,39 @@ func (b *build) after(k sortKey) int {
 	return i
 }
 
-func (b *build) page(start, first int) *Page {
+// before returns the index of the first item that does not sort before k.
+func (b *build) before(k sortKey) int {
+	i, _ := slices.BinarySearchFunc(b.items, k, func(it Item, k sortKey) int {
+		if keyOf(it, b.order).before(k) {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// window returns the items [start, end) a request selects, by Relay's
+// algorithm: those after after and before before, then the first first of
+// them or, when last is set, the last *last.
+func (b *build) window(after, before *cursor, first int, last *int) (start, end int) {
+	lo, hi := 0, len(b.items)
+	if after != nil {
+		lo = b.after(after.key)
+	}
+	if before != nil {
+		hi = max(lo, b.before(before.key))
+	}
+	if last != nil {
+		return max(lo, hi-*last), hi
+	}
+	return lo, min(lo+first, hi)
+}
+
+// page returns the items [start, end). Whether items lie before or after
+// the page is known exactly, so both flags are set whichever way the
+// client pages (Relay allows this).
+func (b *build) page(start, end int) *Page {
 	n := len(b.items)
-	start = min(start, n)
-	end := min(start+first, n)
 	return &Page{
 		Items:           b.items[start:end:end],
 		TotalCount:      n,

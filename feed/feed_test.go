@@ -1,10 +1,14 @@
 package feed
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -507,5 +511,248 @@ func TestKeptBuildsChargedForTheirPages(t *testing.T) {
 	// Fake pages carry no Parsed: the weight is the build's own bytes, key and node.
 	if st.Kept != 1 || st.KeptOwnBytes <= 6*int64(unsafe.Sizeof(Item{})) || st.KeptBytes < uint64(st.KeptOwnBytes) || st.KeptBytes > uint64(st.KeptOwnBytes)+512 {
 		t.Errorf("stats %+v: want one build weighed by its own bytes", st)
+	}
+}
+
+// fiveChannels serves five channels whose message ids all overlap.
+func fiveChannels(t *testing.T) (*fakePages, []string) {
+	t.Helper()
+	src := newFakePages(base)
+	var names []string
+	for c := 0; c < 5; c++ {
+		var posts []parser.Post
+		for i := 1; i <= 9; i++ {
+			posts = append(posts, post(i, float64((i*7+c*3)%11), int64(i*c*13%50)))
+		}
+		name := fmt.Sprintf("chan%d", c)
+		src.set(name, 100, posts...)
+		names = append(names, name)
+	}
+	return src, names
+}
+
+func intp(n int) *int { return &n }
+
+// Walking backward from the end with last/before gives every post once,
+// the forward walk's order reversed page by page.
+func TestBackwardPagingWalksEveryPostOnce(t *testing.T) {
+	clk := &clock{now: base}
+	src, names := fiveChannels(t)
+	s := newService(t, src, clk, time.Minute)
+	ctx := context.Background()
+	for _, order := range []Order{Newest, Ranked} {
+		full, err := s.Feed(ctx, Request{Channels: names, Order: order, First: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var forward []string
+		req := Request{Channels: names, Order: order, First: 4}
+		for {
+			p, err := s.Feed(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			forward = append(forward, ids(p.Items)...)
+			if !p.HasNextPage {
+				break
+			}
+			req.After = p.Items[len(p.Items)-1].Cursor
+		}
+		var backward [][]string
+		req = Request{Channels: names, Order: order, Last: intp(4)}
+		for n := 0; ; n++ {
+			p, err := s.Feed(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Items) == 0 || len(p.Items) > 4 {
+				t.Fatalf("%s: backward page %d has %d items", order, n, len(p.Items))
+			}
+			if p.HasNextPage != (n > 0) {
+				t.Errorf("%s: backward page %d: hasNextPage %v", order, n, p.HasNextPage)
+			}
+			backward = append(backward, ids(p.Items))
+			if !p.HasPreviousPage {
+				break
+			}
+			req.Before = p.Items[0].Cursor
+		}
+		var joined []string
+		for i := len(backward) - 1; i >= 0; i-- {
+			joined = append(joined, backward[i]...)
+		}
+		if !slices.Equal(joined, forward) || !slices.Equal(forward, ids(full.Items)) {
+			t.Errorf("%s: backward walk %v\nforward walk %v\nfull %v", order, joined, forward, ids(full.Items))
+		}
+		// 45 posts in pages of 4 from the end: the oldest page holds 1.
+		if len(backward) != 12 || len(backward[len(backward)-1]) != 1 {
+			t.Errorf("%s: %d backward pages, the last of %d", order, len(backward), len(backward[len(backward)-1]))
+		}
+	}
+}
+
+// after and before together select the items strictly between them.
+func TestCursorWindow(t *testing.T) {
+	clk := &clock{now: base}
+	src, names := fiveChannels(t)
+	s := newService(t, src, clk, time.Minute)
+	ctx := context.Background()
+	full, err := s.Feed(ctx, Request{Channels: names, Order: Newest, First: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := ids(full.Items)
+	for _, c := range []struct {
+		name       string
+		req        Request
+		want       []string
+		prev, next bool
+	}{
+		{"between", Request{After: full.Items[3].Cursor, Before: full.Items[10].Cursor, First: 100}, all[4:10], true, true},
+		{"between, first", Request{After: full.Items[3].Cursor, Before: full.Items[10].Cursor, First: 2}, all[4:6], true, true},
+		{"between, last", Request{After: full.Items[3].Cursor, Before: full.Items[10].Cursor, Last: intp(2)}, all[8:10], true, true},
+		{"crossed", Request{After: full.Items[10].Cursor, Before: full.Items[3].Cursor, First: 100}, nil, true, true},
+		{"last of all", Request{Last: intp(3)}, all[42:], true, false},
+		{"last 0", Request{Last: intp(0), Before: full.Items[5].Cursor}, nil, true, true},
+		{"before the first", Request{Before: full.Items[0].Cursor, Last: intp(5)}, nil, false, true},
+		{"first before", Request{Before: full.Items[2].Cursor, First: 5}, all[:2], false, true},
+	} {
+		c.req.Channels, c.req.Order = names, Newest
+		p, err := s.Feed(ctx, c.req)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := ids(p.Items); !slices.Equal(got, c.want) && len(got)+len(c.want) > 0 {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+		if p.HasPreviousPage != c.prev || p.HasNextPage != c.next {
+			t.Errorf("%s: prev %v next %v, want %v %v", c.name, p.HasPreviousPage, p.HasNextPage, c.prev, c.next)
+		}
+	}
+	for _, last := range []int{-1, 2001} {
+		if _, err := s.Feed(ctx, Request{Channels: names, Last: intp(last)}); !errors.Is(err, pages.ErrBadRequest) {
+			t.Errorf("last %d: %v", last, err)
+		}
+	}
+}
+
+// A cursor pages only its own feed: the same channels (in any spelling
+// and order), order and filter.
+func TestCursorBoundToItsFeed(t *testing.T) {
+	clk := &clock{now: base}
+	src, names := fiveChannels(t)
+	s := newService(t, src, clk, time.Minute)
+	ctx := context.Background()
+	req := Request{Channels: names[:3], Order: Newest, First: 2, Filter: Filter{ExcludeReplies: true}}
+	p, err := s.Feed(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := p.Items[1].Cursor
+	same := []Request{
+		{Channels: []string{"@Chan2", "chan0", "chan1", "chan0"}, Order: Newest, First: 2, Filter: Filter{ExcludeReplies: true}},
+		{Channels: []string{"chan0", "chan1", "chan2", "not a name!"}, Order: Newest, First: 2, Filter: Filter{ExcludeReplies: true}},
+	}
+	for _, r := range same {
+		r.After = cur
+		q, err := s.Feed(ctx, r)
+		if err != nil {
+			t.Fatalf("%v: %v", r.Channels, err)
+		}
+		if got, want := ids(q.Items), ids(p.Items); len(got) == 0 || slices.Contains(want, got[0]) {
+			t.Errorf("%v: after the cursor came %v", r.Channels, got)
+		}
+	}
+	foreign := []struct {
+		name string
+		req  Request
+		msg  string
+	}{
+		{"other channels", Request{Channels: names[1:4], Order: Newest}, "another feed"},
+		{"one channel more", Request{Channels: names[:4], Order: Newest}, "another feed"},
+		{"other filter", Request{Channels: names[:3], Order: Newest}, "another feed"},
+		{"other order", Request{Channels: names[:3], Order: Ranked, Filter: Filter{ExcludeReplies: true}}, "in NEWEST order"},
+	}
+	for _, f := range foreign {
+		for _, arg := range []string{"after", "before"} {
+			r := f.req
+			r.First = 2
+			if arg == "after" {
+				r.After = cur
+			} else {
+				r.Before = cur
+			}
+			_, err := s.Feed(ctx, r)
+			if !errors.Is(err, pages.ErrBadRequest) || !strings.Contains(err.Error(), arg+": the cursor belongs to") || !strings.Contains(err.Error(), f.msg) {
+				t.Errorf("%s, %s: error %v", f.name, arg, err)
+			}
+		}
+	}
+}
+
+// Cursors are sealed: their bytes reveal nothing of the feed, a changed
+// byte is refused, and a service with the same key (another process, a
+// restart) accepts them while one with another key does not.
+func TestCursorIsOpaqueAndSealed(t *testing.T) {
+	clk := &clock{now: base}
+	src, names := fiveChannels(t)
+	ctx := context.Background()
+	newKeyed := func(key string) *Service {
+		s, err := New(Config{Pages: src, Keep: time.Minute, Now: clk.Now, CursorKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := newKeyed("")
+	req := Request{Channels: names, Order: Newest, First: 45}
+	p, err := s.Feed(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, it := range p.Items {
+		raw, err := base64.RawURLEncoding.DecodeString(it.Cursor)
+		if err != nil {
+			t.Fatalf("cursor %q is not base64url: %v", it.Cursor, err)
+		}
+		for _, leak := range []string{"chan", it.Channel.Username, strconv.FormatInt(it.Post.Footer.Date.Unix, 10), string(Newest), "N|"} {
+			if bytes.Contains(raw, []byte(leak)) {
+				t.Errorf("cursor of %s/%d shows %q", it.Channel.Username, it.Post.ID, leak)
+			}
+		}
+		if seen[it.Cursor] {
+			t.Errorf("cursor %q given twice", it.Cursor)
+		}
+		seen[it.Cursor] = true
+	}
+
+	cur := p.Items[10].Cursor
+	raw, _ := base64.RawURLEncoding.DecodeString(cur)
+	for _, i := range []int{0, tagSize, len(raw) - 1} {
+		bad := slices.Clone(raw)
+		bad[i] ^= 1
+		r := req
+		r.After = base64.RawURLEncoding.EncodeToString(bad)
+		if _, err := s.Feed(ctx, r); !errors.Is(err, pages.ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") {
+			t.Errorf("byte %d changed: %v", i, err)
+		}
+	}
+
+	req.After = cur
+	want, err := s.Feed(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := newKeyed(DefaultCursorKey)
+	got, err := restarted.Feed(ctx, req)
+	if err != nil {
+		t.Fatalf("the same key refused the cursor: %v", err)
+	}
+	if !slices.Equal(ids(got.Items), ids(want.Items)) || got.Items[0].Cursor != want.Items[0].Cursor {
+		t.Errorf("another process with the same key pages differently: %v, want %v", ids(got.Items), ids(want.Items))
+	}
+	if _, err := newKeyed("another secret").Feed(ctx, req); !errors.Is(err, pages.ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") {
+		t.Errorf("another key accepted the cursor: %v", err)
 	}
 }

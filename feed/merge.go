@@ -56,8 +56,9 @@ type candidate struct {
 	forwarded bool
 }
 
-// merge de-duplicates, filters and orders the posts of pages as of now.
-func merge(pages []channelPage, f filter, o Order, now time.Time) []Item {
+// merge de-duplicates, filters and orders the posts of pages as of now,
+// giving each item its cursor from cw.
+func merge(pages []channelPage, f filter, o Order, now time.Time, cw *cursorWriter) []Item {
 	n := 0
 	for _, p := range pages {
 		n += len(p.page.Content.Posts)
@@ -105,7 +106,7 @@ func merge(pages []channelPage, f filter, o Order, now time.Time) []Item {
 		return 1
 	})
 	for i := range items {
-		items[i].Cursor = encodeCursor(o, keyOf(items[i], o))
+		items[i].Cursor = cw.cursor(keyOf(items[i], o))
 	}
 	return items
 }

@@ -14,14 +14,24 @@ func channelName(raw string) (string, error) {
 	return pages.ValidUsername(strings.TrimPrefix(strings.TrimSpace(raw), "@"))
 }
 
-// feedRequest turns feed's arguments into a feed.Request.
-func feedRequest(channels []string, first *int, after *string, order *model.FeedOrder, filter *model.FeedFilter) (feed.Request, error) {
+// feedRequest turns feed's arguments into a feed.Request. Giving both
+// first and last is refused, as Relay's spec discourages it (the result
+// would be the last of the first n).
+func feedRequest(channels []string, first *int, after *string, last *int, before *string, order *model.FeedOrder, filter *model.FeedFilter) (feed.Request, error) {
 	req := feed.Request{Channels: channels, First: feed.DefaultFirst, Order: feed.Ranked}
-	if first != nil {
+	switch {
+	case first != nil && last != nil:
+		return req, inputError("give first or last, not both: first pages forwards from after, last backwards from before")
+	case first != nil:
 		req.First = *first
+	case last != nil:
+		req.Last = last
 	}
 	if after != nil {
 		req.After = *after
+	}
+	if before != nil {
+		req.Before = *before
 	}
 	if order != nil {
 		req.Order = feed.Order(*order)
@@ -45,6 +55,18 @@ func feedRequest(channels []string, first *int, after *string, order *model.Feed
 		req.Filter.ExcludeService = f.ExcludeService != nil && *f.ExcludeService
 	}
 	return req, nil
+}
+
+// feedPageSize is the most posts a feed field with these arguments can
+// return, for pricing it.
+func feedPageSize(first, last *int) int {
+	switch {
+	case first != nil:
+		return *first
+	case last != nil:
+		return *last
+	}
+	return feed.DefaultFirst
 }
 
 func parserMediaKind(k model.MediaKind) string {

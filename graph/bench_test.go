@@ -34,7 +34,7 @@ const benchFeedQuery = `query($channels: [String!]!) {
 		edges { cursor node {
 			score
 			channel { username title }
-			post { id url date views edited text { plain html } media { kind url } reactions { emoji count } forwardedFrom { name url } }
+			post { id messageId url date views edited text { plain html } media { kind url } reactions { emoji count } forwardedFrom { name url } }
 		} }
 	}
 }`

@@ -80,7 +80,7 @@ func (f *fastPath) feedField(ctx context.Context, rc *graphql.OperationContext, 
 	if err != nil {
 		return nil, err
 	}
-	req, err := feedRequest(args["channels"].([]string), args["first"].(*int), args["after"].(*string), args["order"].(*model.FeedOrder), args["filter"].(*model.FeedFilter))
+	req, err := feedRequest(args["channels"].([]string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["order"].(*model.FeedOrder), args["filter"].(*model.FeedFilter))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -43,6 +44,7 @@ type ComplexityRoot struct {
 		Counters        func(childComplexity int) int
 		Description     func(childComplexity int) int
 		DescriptionHTML func(childComplexity int) int
+		GlobalID        func(childComplexity int) int
 		Posts           func(childComplexity int, first *int, before *string, after *string, around *int) int
 		Title           func(childComplexity int) int
 		TitleHTML       func(childComplexity int) int
@@ -162,12 +164,13 @@ type ComplexityRoot struct {
 		Date          func(childComplexity int) int
 		Edited        func(childComplexity int) int
 		ForwardedFrom func(childComplexity int) int
-		ID            func(childComplexity int) int
+		GlobalID      func(childComplexity int) int
 		InlineButtons func(childComplexity int) int
 		IsService     func(childComplexity int) int
 		LinkPreview   func(childComplexity int) int
 		Location      func(childComplexity int) int
 		Media         func(childComplexity int) int
+		MessageID     func(childComplexity int) int
 		Poll          func(childComplexity int) int
 		Reactions     func(childComplexity int) int
 		Reply         func(childComplexity int) int
@@ -201,8 +204,10 @@ type ComplexityRoot struct {
 
 	Query struct {
 		Channel  func(childComplexity int, username string) int
-		Feed     func(childComplexity int, channels []string, first *int, after *string, order *model.FeedOrder, filter *model.FeedFilter) int
-		Post     func(childComplexity int, channel string, id int) int
+		Feed     func(childComplexity int, channels []string, first *int, after *string, last *int, before *string, order *model.FeedOrder, filter *model.FeedFilter) int
+		Node     func(childComplexity int, id string) int
+		Nodes    func(childComplexity int, ids []string) int
+		Post     func(childComplexity int, channel string, messageID int) int
 		Previews func(childComplexity int, usernames []string) int
 	}
 
@@ -253,10 +258,12 @@ type ChannelResolver interface {
 	Posts(ctx context.Context, obj *model.Channel, first *int, before *string, after *string, around *int) (*model.PostConnection, error)
 }
 type QueryResolver interface {
+	Node(ctx context.Context, id string) (model.Node, error)
+	Nodes(ctx context.Context, ids []string) ([]model.Node, error)
 	Channel(ctx context.Context, username string) (*model.Channel, error)
-	Post(ctx context.Context, channel string, id int) (*model.Post, error)
+	Post(ctx context.Context, channel string, messageID int) (*model.Post, error)
 	Previews(ctx context.Context, usernames []string) ([]*model.PreviewResult, error)
-	Feed(ctx context.Context, channels []string, first *int, after *string, order *model.FeedOrder, filter *model.FeedFilter) (*model.FeedConnection, error)
+	Feed(ctx context.Context, channels []string, first *int, after *string, last *int, before *string, order *model.FeedOrder, filter *model.FeedFilter) (*model.FeedConnection, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -301,6 +308,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Channel.DescriptionHTML(childComplexity), true
+	case "Channel.id":
+		if e.ComplexityRoot.Channel.GlobalID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Channel.GlobalID(childComplexity), true
 	case "Channel.posts":
 		if e.ComplexityRoot.Channel.Posts == nil {
 			break
@@ -766,11 +779,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Post.ForwardedFrom(childComplexity), true
 	case "Post.id":
-		if e.ComplexityRoot.Post.ID == nil {
+		if e.ComplexityRoot.Post.GlobalID == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Post.ID(childComplexity), true
+		return e.ComplexityRoot.Post.GlobalID(childComplexity), true
 	case "Post.inlineButtons":
 		if e.ComplexityRoot.Post.InlineButtons == nil {
 			break
@@ -801,6 +814,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Post.Media(childComplexity), true
+	case "Post.messageId":
+		if e.ComplexityRoot.Post.MessageID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Post.MessageID(childComplexity), true
 	case "Post.poll":
 		if e.ComplexityRoot.Post.Poll == nil {
 			break
@@ -929,8 +948,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Feed(childComplexity, args["channels"].([]string), args["first"].(*int), args["after"].(*string), args["order"].(*model.FeedOrder), args["filter"].(*model.FeedFilter)), true
+		return e.ComplexityRoot.Query.Feed(childComplexity, args["channels"].([]string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["order"].(*model.FeedOrder), args["filter"].(*model.FeedFilter)), true
 
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
+	case "Query.nodes":
+		if e.ComplexityRoot.Query.Nodes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_nodes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]string)), true
 	case "Query.post":
 		if e.ComplexityRoot.Query.Post == nil {
 			break
@@ -941,7 +982,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Post(childComplexity, args["channel"].(string), args["id"].(int)), true
+		return e.ComplexityRoot.Query.Post(childComplexity, args["channel"].(string), args["messageId"].(int)), true
 	case "Query.previews":
 		if e.ComplexityRoot.Query.Previews == nil {
 			break
@@ -1189,6 +1230,8 @@ var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
 func (ec *executionContext) childFields_Channel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Channel_id(ctx, field)
 	case "username":
 		return ec.fieldContext_Channel_username(ctx, field)
 	case "title":
@@ -1427,6 +1470,8 @@ func (ec *executionContext) childFields_Post(ctx context.Context, field graphql.
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Post_id(ctx, field)
+	case "messageId":
+		return ec.fieldContext_Post_messageId(ctx, field)
 	case "url":
 		return ec.fieldContext_Post_url(ctx, field)
 	case "channel":
@@ -1794,22 +1839,66 @@ func (ec *executionContext) field_Query_feed_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["after"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "order",
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "order",
 		func(ctx context.Context, v any) (*model.FeedOrder, error) {
 			return ec.unmarshalOFeedOrder2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedOrder(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["order"] = arg3
-	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	args["order"] = arg5
+	arg6, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.FeedFilter, error) {
 			return ec.unmarshalOFeedFilter2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg4
+	args["filter"] = arg6
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "ids",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ids"] = arg0
 	return args, nil
 }
 
@@ -1824,14 +1913,14 @@ func (ec *executionContext) field_Query_post_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["channel"] = arg0
-	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "messageId",
 		func(ctx context.Context, v any) (int, error) {
 			return ec.unmarshalNInt2int(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["id"] = arg1
+	args["messageId"] = arg1
 	return args, nil
 }
 
@@ -1922,6 +2011,29 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _Channel_id(ctx context.Context, field graphql.CollectedField, obj *model.Channel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Channel_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GlobalID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Channel_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Channel", field, true, false, "ID")
+}
 
 func (ec *executionContext) _Channel_username(ctx context.Context, field graphql.CollectedField, obj *model.Channel) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -3704,7 +3816,30 @@ func (ec *executionContext) _Post_id(ctx context.Context, field graphql.Collecte
 			return ec.fieldContext_Post_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return obj.GlobalID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Post_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Post", field, true, false, "ID")
+}
+
+func (ec *executionContext) _Post_messageId(ctx context.Context, field graphql.CollectedField, obj *model.Post) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Post_messageId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MessageID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
@@ -3714,8 +3849,8 @@ func (ec *executionContext) _Post_id(ctx context.Context, field graphql.Collecte
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Post_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Post", field, false, false, "Int")
+func (ec *executionContext) fieldContext_Post_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Post", field, true, false, "Int")
 }
 
 func (ec *executionContext) _Post_url(ctx context.Context, field graphql.CollectedField, obj *model.Post) (ret graphql.Marshaler) {
@@ -4474,6 +4609,94 @@ func (ec *executionContext) fieldContext_PreviewResult_error(_ context.Context, 
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.Node) graphql.Marshaler {
+			return ec.marshalONode2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_nodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Nodes(ctx, fc.Args["ids"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.Node) graphql.Marshaler {
+			return ec.marshalNNode2ᚕgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐNode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_nodes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_nodes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_channel(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4528,7 +4751,7 @@ func (ec *executionContext) _Query_post(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Post(ctx, fc.Args["channel"].(string), fc.Args["id"].(int))
+			return ec.Resolvers.Query().Post(ctx, fc.Args["channel"].(string), fc.Args["messageId"].(int))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.Post) graphql.Marshaler {
@@ -4616,7 +4839,7 @@ func (ec *executionContext) _Query_feed(ctx context.Context, field graphql.Colle
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Feed(ctx, fc.Args["channels"].([]string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["order"].(*model.FeedOrder), fc.Args["filter"].(*model.FeedFilter))
+			return ec.Resolvers.Query().Feed(ctx, fc.Args["channels"].([]string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["order"].(*model.FeedOrder), fc.Args["filter"].(*model.FeedFilter))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FeedConnection) graphql.Marshaler {
@@ -6442,11 +6665,34 @@ func UnmarshalFeedFilter(ctx context.Context, raw any) (model.FeedFilter, error)
 
 // region    ************************** interface.gotpl ***************************
 
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj model.Node) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case *model.Post:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Post(ctx, sel, obj)
+	case *model.Channel:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Channel(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
 
-var channelImplementors = []string{"Channel"}
+var channelImplementors = []string{"Channel", "Node"}
 
 func (ec *executionContext) _Channel(ctx context.Context, sel ast.SelectionSet, obj *model.Channel) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, channelImplementors)
@@ -6457,6 +6703,11 @@ func (ec *executionContext) _Channel(ctx context.Context, sel ast.SelectionSet, 
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Channel")
+		case "id":
+			out.Values[i] = ec._Channel_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "username":
 			out.Values[i] = ec._Channel_username(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7232,7 +7483,7 @@ func (ec *executionContext) _PollOption(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
-var postImplementors = []string{"Post"}
+var postImplementors = []string{"Post", "Node"}
 
 func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj *model.Post) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, postImplementors)
@@ -7245,6 +7496,11 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 			out.Values[i] = graphql.MarshalString("Post")
 		case "id":
 			out.Values[i] = ec._Post_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "messageId":
+			out.Values[i] = ec._Post_messageId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -7531,6 +7787,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Query")
+		case "node":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_node(ctx, field)
+				})
+		case "nodes":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_nodes(ctx, field)
+				})
 		case "channel":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, false,
@@ -8335,6 +8603,49 @@ func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.S
 	return graphql.WrapContextMarshaler(ctx, res)
 }
 
+func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
+	res, err := graphql.UnmarshalID(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalID(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalNInlineButton2ᚕᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐInlineButtonᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.InlineButton) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -8419,6 +8730,16 @@ func (ec *executionContext) unmarshalNMediaKind2githubᚗcomᚋtmefeedᚋtmefeed
 
 func (ec *executionContext) marshalNMediaKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐMediaKind(ctx context.Context, sel ast.SelectionSet, v model.MediaKind) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) marshalNNode2ᚕgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v []model.Node) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalONode2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐNode(ctx, sel, v[i])
+	})
+
+	return ret
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
@@ -8954,6 +9275,13 @@ func (ec *executionContext) marshalOMediaKind2ᚕgithubᚗcomᚋtmefeedᚋtmefee
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalONode2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐNode(ctx context.Context, sel ast.SelectionSet, v model.Node) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOPoll2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐPoll(ctx context.Context, sel ast.SelectionSet, v *model.Poll) graphql.Marshaler {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/graph/ids"
 )
 
 // The recorded channels of the fixture origin.
@@ -26,7 +27,7 @@ func TestChannel(t *testing.T) {
 			username title titleHTML description descriptionHTML avatar verified url
 			counters { subscribers subscribersText photos videos files links }
 			posts(first: 3) {
-				edges { cursor node { id url channel date } }
+				edges { cursor node { id messageId url channel date } }
 				pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
 			}
 		}
@@ -44,10 +45,11 @@ func TestChannel(t *testing.T) {
 				Edges []struct {
 					Cursor string
 					Node   struct {
-						ID      int
-						URL     string
-						Channel string
-						Date    string
+						ID        string
+						MessageID int
+						URL       string
+						Channel   string
+						Date      string
 					}
 				}
 				PageInfo struct {
@@ -67,8 +69,8 @@ func TestChannel(t *testing.T) {
 	}
 	var got []int
 	for _, ed := range c.Posts.Edges {
-		got = append(got, ed.Node.ID)
-		if ed.Cursor != fmt.Sprint(ed.Node.ID) || ed.Node.Channel != "tmefeed_news" || ed.Node.URL != fmt.Sprintf("https://t.me/tmefeed_news/%d", ed.Node.ID) {
+		got = append(got, ed.Node.MessageID)
+		if ed.Cursor != fmt.Sprint(ed.Node.MessageID) || ed.Node.Channel != "tmefeed_news" || ed.Node.URL != fmt.Sprintf("https://t.me/tmefeed_news/%d", ed.Node.MessageID) || ed.Node.ID != ids.Post("tmefeed_news", ed.Node.MessageID) {
 			t.Errorf("edge = %+v", ed)
 		}
 		if _, err := time.Parse(time.RFC3339, ed.Node.Date); err != nil {
@@ -93,13 +95,13 @@ func TestChannelPostsPagination(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	const q = `query($after: String) {
 		channel(username: "tmefeed_news") {
-			posts(first: 7, after: $after) { edges { node { id } } pageInfo { hasNextPage hasPreviousPage endCursor } }
+			posts(first: 7, after: $after) { edges { node { messageId } } pageInfo { hasNextPage hasPreviousPage endCursor } }
 		}
 	}`
 	type page struct {
 		Channel struct {
 			Posts struct {
-				Edges    []struct{ Node struct{ ID int } }
+				Edges    []struct{ Node struct{ MessageID int } }
 				PageInfo struct {
 					HasNextPage, HasPreviousPage bool
 					EndCursor                    *string
@@ -107,13 +109,13 @@ func TestChannelPostsPagination(t *testing.T) {
 			}
 		}
 	}
-	var ids []int
+	var numbers []int
 	vars := map[string]any{}
 	for i := 0; ; i++ {
 		var p page
 		e.query(t, q, vars).decode(t, &p)
 		for _, ed := range p.Channel.Posts.Edges {
-			ids = append(ids, ed.Node.ID)
+			numbers = append(numbers, ed.Node.MessageID)
 		}
 		if (i > 0) != p.Channel.Posts.PageInfo.HasPreviousPage {
 			t.Errorf("page %d: hasPreviousPage = %v", i, p.Channel.Posts.PageInfo.HasPreviousPage)
@@ -126,26 +128,26 @@ func TestChannelPostsPagination(t *testing.T) {
 		}
 		vars["after"] = *p.Channel.Posts.PageInfo.EndCursor
 	}
-	if len(ids) <= 20 {
-		t.Fatalf("walked only %d posts; the walk must cross into older chunks", len(ids))
+	if len(numbers) <= 20 {
+		t.Fatalf("walked only %d posts; the walk must cross into older chunks", len(numbers))
 	}
-	for i := 1; i < len(ids); i++ {
-		if ids[i] >= ids[i-1] {
-			t.Fatalf("ids not strictly descending (a post repeated or out of order): %v", ids)
+	for i := 1; i < len(numbers); i++ {
+		if numbers[i] >= numbers[i-1] {
+			t.Fatalf("message numbers not strictly descending (a post repeated or out of order): %v", numbers)
 		}
 	}
 
-	// before: the posts just newer than a cursor; around: centred on an id.
+	// before: the posts just newer than a cursor; around: centred on a message.
 	var p page
-	e.query(t, `{ channel(username: "tmefeed_news") { posts(first: 2, before: "50") { edges { node { id } } pageInfo { hasNextPage hasPreviousPage } } } }`, nil).decode(t, &p)
-	if got := p.Channel.Posts.Edges; len(got) != 2 || got[0].Node.ID != 52 || got[1].Node.ID != 51 || !p.Channel.Posts.PageInfo.HasNextPage || !p.Channel.Posts.PageInfo.HasPreviousPage {
+	e.query(t, `{ channel(username: "tmefeed_news") { posts(first: 2, before: "50") { edges { node { messageId } } pageInfo { hasNextPage hasPreviousPage } } } }`, nil).decode(t, &p)
+	if got := p.Channel.Posts.Edges; len(got) != 2 || got[0].Node.MessageID != 52 || got[1].Node.MessageID != 51 || !p.Channel.Posts.PageInfo.HasNextPage || !p.Channel.Posts.PageInfo.HasPreviousPage {
 		t.Errorf("before 50 = %+v", p.Channel.Posts)
 	}
 	p = page{}
-	e.query(t, `{ channel(username: "tmefeed_news") { posts(first: 3, around: 45) { edges { node { id } } } } }`, nil).decode(t, &p)
+	e.query(t, `{ channel(username: "tmefeed_news") { posts(first: 3, around: 45) { edges { node { messageId } } } } }`, nil).decode(t, &p)
 	var around []int
 	for _, ed := range p.Channel.Posts.Edges {
-		around = append(around, ed.Node.ID)
+		around = append(around, ed.Node.MessageID)
 	}
 	if !slices.Equal(around, []int{46, 45, 44}) {
 		t.Errorf("around 45 = %v, want [46 45 44]", around)
@@ -158,8 +160,8 @@ func TestChannelPostsPagination(t *testing.T) {
 
 func TestPost(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	r := e.query(t, `{ post(channel: "tmefeed_news", id: 52) {
-		id url channel date edited views viewsText author isService
+	r := e.query(t, `{ post(channel: "tmefeed_news", messageId: 52) {
+		id messageId url channel date edited views viewsText author isService
 		text { plain html entities { kind offset length url language emojiId } }
 		media { kind url thumb waves duration durationText title extra available }
 		poll { question type votes votesText options { text percent } }
@@ -173,7 +175,8 @@ func TestPost(t *testing.T) {
 	} }`, nil)
 	var data struct {
 		Post struct {
-			ID        int
+			ID        string
+			MessageID int
 			Views     int
 			ViewsText string
 			Text      struct{ Plain string }
@@ -186,14 +189,14 @@ func TestPost(t *testing.T) {
 	}
 	r.decode(t, &data)
 	p := data.Post
-	if p.ID != 52 || p.Views != 12500000 || p.ViewsText == "" || !strings.HasPrefix(p.Text.Plain, "The chart everyone") {
+	if p.MessageID != 52 || p.ID != ids.Post("tmefeed_news", 52) || p.Views != 12500000 || p.ViewsText == "" || !strings.HasPrefix(p.Text.Plain, "The chart everyone") {
 		t.Errorf("post = %+v", p)
 	}
 	if len(p.Media) != 1 || p.Media[0].Kind != "IMAGE" || len(p.Reactions) != 4 {
 		t.Errorf("media %+v reactions %+v", p.Media, p.Reactions)
 	}
 
-	r = e.query(t, `{ post(channel: "tmefeed_news", id: 36) { id } }`, nil)
+	r = e.query(t, `{ post(channel: "tmefeed_news", messageId: 36) { id } }`, nil)
 	if !slices.Equal(r.codes(), []string{"NOT_FOUND"}) || string(r.Data) != `{"post":null}` {
 		t.Errorf("missing post: %s %+v", r.Data, r.Errors)
 	}
@@ -208,7 +211,7 @@ func TestPost(t *testing.T) {
 			}
 		}
 	}
-	e.query(t, `{ post(channel: "hadashot_today", id: 16) { text { plain } media { kind available } } }`, nil).decode(t, &part)
+	e.query(t, `{ post(channel: "hadashot_today", messageId: 16) { text { plain } media { kind available } } }`, nil).decode(t, &part)
 	if part.Post.Text.Plain == "" || len(part.Post.Media) != 1 || part.Post.Media[0].Kind != "UNSUPPORTED" || part.Post.Media[0].Available {
 		t.Errorf("post with an unsupported part = %+v", part.Post)
 	}
@@ -250,9 +253,10 @@ func TestPreviews(t *testing.T) {
 
 // feedPost is what the feed tests select of every post.
 type feedPost struct {
-	ID   int
-	Date string
-	Text *struct {
+	ID        string
+	MessageID int
+	Date      string
+	Text      *struct {
 		Plain    string
 		Entities []struct {
 			Kind           string
@@ -289,7 +293,7 @@ type feedData struct {
 func (d feedData) keys() []string {
 	var out []string
 	for _, e := range d.Feed.Edges {
-		out = append(out, fmt.Sprintf("%s/%d", e.Node.Channel.Username, e.Node.Post.ID))
+		out = append(out, fmt.Sprintf("%s/%d", e.Node.Channel.Username, e.Node.Post.MessageID))
 	}
 	return out
 }
@@ -298,7 +302,7 @@ const feedQuery = `query($channels: [String!]!, $first: Int, $after: String, $or
 	feed(channels: $channels, first: $first, after: $after, order: $order, filter: $filter) {
 		totalCount
 		edges { cursor node { score channel { username } post {
-			id date isService
+			id messageId date isService
 			text { plain entities { kind offset length } }
 			media { kind } poll { question } linkPreview { title description }
 			reply { toMessage } forwardedFrom { url }
@@ -423,7 +427,7 @@ func TestFeedFilters(t *testing.T) {
 		var want []string
 		for _, ed := range all.Feed.Edges {
 			if c.keep(ed.Node.Post) {
-				want = append(want, fmt.Sprintf("%s/%d", ed.Node.Channel.Username, ed.Node.Post.ID))
+				want = append(want, fmt.Sprintf("%s/%d", ed.Node.Channel.Username, ed.Node.Post.MessageID))
 			}
 		}
 		if len(want) == 0 || len(want) == len(all.Feed.Edges) {
@@ -453,7 +457,7 @@ func TestFeedDeduplicatesForwards(t *testing.T) {
 		if p.ForwardedFrom != nil && p.ForwardedFrom.URL != nil && strings.HasSuffix(*p.ForwardedFrom.URL, "/gorod_novosti/4410") {
 			forwards++
 		}
-		k := fmt.Sprintf("%s/%d", ed.Node.Channel.Username, p.ID)
+		k := fmt.Sprintf("%s/%d", ed.Node.Channel.Username, p.MessageID)
 		if seen[k] {
 			t.Errorf("%s listed twice", k)
 		}
@@ -537,7 +541,7 @@ func TestLimits(t *testing.T) {
 		names[i] = fmt.Sprintf("loadchan%03d", i+1)
 	}
 	list, _ := json.Marshal(names)
-	one := `f%d: feed(channels: ` + string(list) + `, first: 20) { totalCount edges { node { post { id } } } }`
+	one := `f%d: feed(channels: ` + string(list) + `, first: 20) { totalCount edges { node { post { messageId } } } }`
 	// One 100-channel feed fits the default limit; two do not: a feed costs
 	// one upstream fetch per channel, a single channel far less.
 	if r := e.query(t, "{"+fmt.Sprintf(one, 1)+"}", nil); len(r.Errors) > 0 {
@@ -563,7 +567,7 @@ func TestLimits(t *testing.T) {
 	// The deepest selection the schema allows is 10 levels; a lower limit
 	// shows the check.
 	shallow := newEnv(t, envOptions{maxDepth: 6})
-	deep := `{ feed(channels: ["tmefeed_news"]) { edges { node { channel { posts { edges { node { id } } } } } } } }`
+	deep := `{ feed(channels: ["tmefeed_news"]) { edges { node { channel { posts { edges { node { messageId } } } } } } } }`
 	if r := shallow.query(t, deep, nil); !slices.Equal(r.codes(), []string{"COMPLEXITY_LIMIT_EXCEEDED"}) {
 		t.Errorf("depth: %d %+v", r.status, r.Errors)
 	}
@@ -600,12 +604,12 @@ func manyAliases(n int) string {
 
 func TestGetAndPost(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	req := request{Query: `query($n: String!) { channel(username: $n) { title posts(first: 2) { edges { node { id } } } } }`, Variables: map[string]any{"n": "tmefeed_news"}}
+	req := request{Query: `query($n: String!) { channel(username: $n) { title posts(first: 2) { edges { node { id messageId } } } } }`, Variables: map[string]any{"n": "tmefeed_news"}}
 	post, get := e.post(t, req), e.get(t, req)
 	if len(post.Errors) > 0 || string(post.Data) != string(get.Data) || get.status != http.StatusOK {
 		t.Errorf("GET %d %s differs from POST %s", get.status, get.Data, post.Data)
 	}
-	fq := request{Query: `{ feed(channels: ["tmefeed_news", "emoji_party"], first: 3) { edges { cursor node { score post { id } } } } }`}
+	fq := request{Query: `{ feed(channels: ["tmefeed_news", "emoji_party"], first: 3) { edges { cursor node { score post { id messageId } } } } }`}
 	post, get = e.post(t, fq), e.get(t, fq)
 	if len(post.Errors) > 0 || string(post.Data) != string(get.Data) {
 		t.Errorf("feed: GET %s differs from POST %s", get.Data, post.Data)
@@ -690,12 +694,13 @@ func TestConcurrentIdenticalFeeds(t *testing.T) {
 // The fast path answers exactly what the regular executor answers.
 func TestFastPathMatchesExecutor(t *testing.T) {
 	fast, slow := newEnv(t, envOptions{}), newEnv(t, envOptions{disableFastPath: true})
-	q := `query($channels: [String!]!, $withText: Boolean!) {
+	q := `query($channels: [String!]!, $withText: Boolean!, $before: String!) {
 		__typename
 		first: feed(channels: $channels, first: 40, order: NEWEST) { ...conn }
 		second: feed(channels: $channels, first: 5, filter: { excludeService: true }) {
-			totalCount pageInfo { endCursor } edges { node { post { id } } }
+			totalCount pageInfo { endCursor } edges { node { post { id messageId } } }
 		}
+		third: feed(channels: $channels, last: 7, before: $before, order: NEWEST) { ...conn }
 	}
 	fragment conn on FeedConnection {
 		__typename totalCount
@@ -708,7 +713,7 @@ func TestFastPathMatchesExecutor(t *testing.T) {
 		} }
 	}
 	fragment post on Post {
-		id url channel date edited views viewsText author isService
+		id messageId url channel date edited views viewsText author isService
 		media { kind url thumb waves duration durationText title extra available }
 		poll { question type votes votesText options { text percent } }
 		location { latitude longitude address url map }
@@ -720,8 +725,15 @@ func TestFastPathMatchesExecutor(t *testing.T) {
 		service { type text }
 		alias: id
 	}`
+	channels := append(slices.Clone(recorded), "nobody_at_all_here")
+	var end feedData
+	fast.query(t, `query($channels: [String!]!) { feed(channels: $channels, last: 20, order: NEWEST) { edges { cursor } } }`,
+		map[string]any{"channels": channels}).decode(t, &end)
+	if len(end.Feed.Edges) != 20 {
+		t.Fatalf("%d edges", len(end.Feed.Edges))
+	}
 	for _, withText := range []bool{true, false} {
-		vars := map[string]any{"channels": append(slices.Clone(recorded), "nobody_at_all_here"), "withText": withText}
+		vars := map[string]any{"channels": channels, "withText": withText, "before": end.Feed.Edges[0].Cursor}
 		a, b := fast.query(t, q, vars), slow.query(t, q, vars)
 		if len(a.Errors) > 0 || len(b.Errors) > 0 {
 			t.Fatalf("errors: %+v %+v", a.Errors, b.Errors)
@@ -735,6 +747,9 @@ func TestFastPathMatchesExecutor(t *testing.T) {
 	}
 	if fast.feed.Builds() != 2 {
 		t.Errorf("builds = %d, want 2 (one per distinct feed)", fast.feed.Builds())
+	}
+	if !strings.Contains(string(fast.query(t, q, map[string]any{"channels": channels, "withText": true, "before": end.Feed.Edges[0].Cursor}).raw), `"third":{"__typename":"FeedConnection","totalCount":`) {
+		t.Error("the backward page is missing")
 	}
 }
 

@@ -201,13 +201,11 @@ func complexity(fetch int) ComplexityRoot {
 	var c ComplexityRoot
 	c.Query.Channel = func(child int, _ string) int { return fetch + child }
 	c.Query.Post = func(child int, _ string, _ int) int { return fetch + child }
+	c.Query.Node = func(child int, _ string) int { return fetch + child }
+	c.Query.Nodes = func(child int, ids []string) int { return len(ids) * (fetch + child) }
 	c.Query.Previews = func(child int, names []string) int { return len(names) * (fetch + child) }
-	c.Query.Feed = func(child int, channels []string, first *int, _ *string, _ *model.FeedOrder, _ *model.FeedFilter) int {
-		n := feed.DefaultFirst
-		if first != nil {
-			n = *first
-		}
-		return len(channels)*fetch + max(n, 1)*child
+	c.Query.Feed = func(child int, channels []string, first *int, _ *string, last *int, _ *string, _ *model.FeedOrder, _ *model.FeedFilter) int {
+		return len(channels)*fetch + max(feedPageSize(first, last), 1)*child
 	}
 	c.Channel.Posts = func(child int, first *int, _, _ *string, _ *int) int {
 		n := postsPerPage

@@ -9,7 +9,6 @@ import (
 	"context"
 
 	"github.com/tmefeed/tmefeed/graph/model"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 	"golang.org/x/sync/errgroup"
@@ -20,41 +19,39 @@ func (r *channelResolver) Posts(ctx context.Context, obj *model.Channel, first *
 	return r.channelPosts(ctx, obj, postsArgs{first: first, before: before, after: after, around: around})
 }
 
+// Node is the resolver for the node field.
+func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
+	ref, err := parseID("id", id)
+	if err != nil {
+		return nil, err
+	}
+	return r.node(ctx, ref)
+}
+
+// Nodes is the resolver for the nodes field.
+func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, error) {
+	return r.nodes(ctx, ids)
+}
+
 // Channel is the resolver for the channel field.
 func (r *queryResolver) Channel(ctx context.Context, username string) (*model.Channel, error) {
 	name, err := channelName(username)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name})
-	if err != nil {
-		return nil, err
-	}
-	if res.Page.Channel == nil {
-		return nil, origin.ErrNotFound
-	}
-	return model.ChannelOf(res.Page.Channel, res.Page), nil
+	return r.findChannel(ctx, name)
 }
 
 // Post is the resolver for the post field.
-func (r *queryResolver) Post(ctx context.Context, channel string, id int) (*model.Post, error) {
+func (r *queryResolver) Post(ctx context.Context, channel string, messageID int) (*model.Post, error) {
 	name, err := channelName(channel)
 	if err != nil {
 		return nil, err
 	}
-	if id < 1 || id > pages.MaxPosition {
-		return nil, inputError("id must be from 1 to %d", pages.MaxPosition)
+	if messageID < 1 || messageID > pages.MaxPosition {
+		return nil, inputError("messageId must be from 1 to %d", pages.MaxPosition)
 	}
-	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Position: id})
-	if err != nil {
-		return nil, err
-	}
-	for i := range res.Page.Content.Posts {
-		if p := &res.Page.Content.Posts[i]; p.ID == id {
-			return model.PostOf(p), nil
-		}
-	}
-	return nil, errPostNotFound
+	return r.findPost(ctx, name, messageID)
 }
 
 // Previews is the resolver for the previews field.
@@ -87,8 +84,8 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 }
 
 // Feed is the resolver for the feed field.
-func (r *queryResolver) Feed(ctx context.Context, channels []string, first *int, after *string, order *model.FeedOrder, filter *model.FeedFilter) (*model.FeedConnection, error) {
-	req, err := feedRequest(channels, first, after, order, filter)
+func (r *queryResolver) Feed(ctx context.Context, channels []string, first *int, after *string, last *int, before *string, order *model.FeedOrder, filter *model.FeedFilter) (*model.FeedConnection, error) {
+	req, err := feedRequest(channels, first, after, last, before, order, filter)
 	if err != nil {
 		return nil, err
 	}

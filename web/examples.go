@@ -22,7 +22,7 @@ query Feed($channels: [String!]!) {
       node {
         score
         channel { username title }
-        post { id url date views text { plain } media { kind url } }
+        post { messageId url date views text { plain } media { kind url } }
       }
     }
     pageInfo { hasNextPage endCursor }
@@ -41,7 +41,7 @@ query Channel {
     verified
     counters { subscribers subscribersText photos videos }
     posts(first: 5) {
-      edges { node { id date text { plain entities { kind offset length url } } reactions { emoji count } } }
+      edges { node { messageId date text { plain entities { kind offset length url } } reactions { emoji count } } }
       pageInfo { hasNextPage endCursor }
     }
   }
@@ -57,7 +57,7 @@ query Filtered($channels: [String!]!) {
     filter: { mediaKinds: [IMAGE, VIDEO], excludeForwarded: true }
   ) {
     totalCount
-    edges { node { channel { username } post { id date media { kind url } } } }
+    edges { node { channel { username } post { messageId date media { kind url } } } }
   }
 }
 `,

@@ -43,6 +43,7 @@ type serveConfig struct {
 	GraphQLMaxMB        int           // GRAPHQL_MAX_RESPONSE_MB, --graphql-max-response-mb
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
+	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -74,6 +75,7 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_RESPONSE_MB", "graphql-max-response-mb", "32", "largest GraphQL answer in MiB; a larger one is replaced by a COMPLEXITY_LIMIT_EXCEEDED error"},
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
+	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -180,6 +182,7 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	if cfg.FeedMaxChannels, err = strconv.Atoi(*vals["FEED_MAX_CHANNELS"]); err != nil || cfg.FeedMaxChannels < 1 || cfg.FeedMaxChannels > 1000 {
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
 	}
+	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}

@@ -122,3 +122,14 @@ func TestReadmeListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+func TestServeConfigCursorKey(t *testing.T) {
+	cfg, err := parseServeConfig(nil, env(map[string]string{"CURSOR_KEY": "from the environment"}), io.Discard)
+	if err != nil || cfg.CursorKey != "from the environment" {
+		t.Errorf("CURSOR_KEY: %q, %v", cfg.CursorKey, err)
+	}
+	cfg, err = parseServeConfig([]string{"--cursor-key", "from a flag"}, env(map[string]string{"CURSOR_KEY": "from the environment"}), io.Discard)
+	if err != nil || cfg.CursorKey != "from a flag" {
+		t.Errorf("--cursor-key: %q, %v", cfg.CursorKey, err)
+	}
+}

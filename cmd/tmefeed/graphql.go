@@ -33,6 +33,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store 
 		KeptBytes:     budget.Builds,
 		RenderedBytes: budget.Rendered,
 		BuildingPages: budget.BuildingPages,
+		CursorKey:     cfg.CursorKey,
 	})
 	if err != nil {
 		return nil, err

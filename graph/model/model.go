@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/graph/ids"
 	"github.com/tmefeed/tmefeed/parser"
 )
 
@@ -18,6 +19,14 @@ type Post parser.Post
 
 // PostOf returns p as a *Post.
 func PostOf(p *parser.Post) *Post { return (*Post)(p) }
+
+// GlobalID is the post's Node id.
+func (p *Post) GlobalID() string { return ids.Post(p.Channel, p.ID) }
+
+// MessageID is the post's number within its channel.
+func (p *Post) MessageID() int { return p.ID }
+
+func (*Post) IsNode() {}
 
 // URL is the post's public link.
 func (p *Post) URL() string { return "https://t.me/" + p.Channel + "/" + strconv.Itoa(p.ID) }
@@ -301,6 +310,11 @@ func ChannelOf(c *parser.Channel, page *parser.Page) *Channel { return &Channel{
 
 // NewestPage is the page the channel was read from, nil if unknown.
 func (c *Channel) NewestPage() *parser.Page { return c.page }
+
+// GlobalID is the channel's Node id.
+func (c *Channel) GlobalID() string { return ids.Channel(c.c.Username) }
+
+func (*Channel) IsNode() {}
 
 func (c *Channel) Username() string  { return c.c.Username }
 func (c *Channel) Title() string     { return c.c.Title.String }

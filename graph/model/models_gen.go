@@ -2,5 +2,13 @@
 
 package model
 
+// An object with a global id (Relay's Global Object Identification). Ids are
+// opaque, unique across all types and channels, and the same in every
+// response, so clients may cache objects by `__typename` and `id` (Apollo,
+// urql, Relay) and refetch one with `node(id:)`.
+type Node interface {
+	IsNode()
+}
+
 type Query struct {
 }

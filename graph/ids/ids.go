@@ -1,0 +1,97 @@
+// Package ids encodes and decodes the GraphQL schema's global object ids
+// (Relay's Node.id). An id names its type and the object's natural key —
+// "Post:<channel>/<messageId>" or "Channel:<username>" — base64url-encoded
+// without padding. Clients treat ids as opaque; the format is fixed so
+// that ids stay the same across processes, restarts and settings, as a
+// client's normalized cache expects.
+package ids
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/tmefeed/tmefeed/pages"
+)
+
+// Types an id can name.
+const (
+	TypePost    = "Post"
+	TypeChannel = "Channel"
+)
+
+// ErrInvalid: the string is not an id this API issues.
+var ErrInvalid = errors.New("not an id of this API")
+
+// Ref is a decoded id.
+type Ref struct {
+	Type      string // TypePost or TypeChannel
+	Channel   string // lower-case username
+	MessageID int    // TypePost only
+}
+
+// Post is the id of message messageID of channel.
+func Post(channel string, messageID int) string {
+	return encode(TypePost + ":" + strings.ToLower(channel) + "/" + strconv.Itoa(messageID))
+}
+
+// Channel is the id of the channel with this username.
+func Channel(username string) string {
+	return encode(TypeChannel + ":" + strings.ToLower(username))
+}
+
+func encode(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// Parse decodes an id. Only the exact form Post and Channel produce is
+// accepted, so that one object has one id.
+func Parse(id string) (Ref, error) {
+	bad := func(why string) (Ref, error) {
+		return Ref{}, fmt.Errorf("%w: %q %s; ids are opaque: pass back a Post.id or Channel.id unchanged", ErrInvalid, truncate(id), why)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil {
+		return bad("is not base64url")
+	}
+	typ, key, ok := strings.Cut(string(raw), ":")
+	if !ok {
+		return bad("names no type")
+	}
+	var r Ref
+	switch typ {
+	case TypeChannel:
+		r = Ref{Type: typ, Channel: key}
+	case TypePost:
+		ch, num, ok := strings.Cut(key, "/")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || n < 1 || n > pages.MaxPosition {
+			return bad("names no post")
+		}
+		r = Ref{Type: typ, Channel: ch, MessageID: n}
+	default:
+		return bad("names an unknown type")
+	}
+	if _, err := pages.ValidUsername(r.Channel); err != nil {
+		return bad("names no channel")
+	}
+	if r.String() != id {
+		return bad("is not in its canonical form")
+	}
+	return r, nil
+}
+
+// String is the id r decodes from.
+func (r Ref) String() string {
+	if r.Type == TypePost {
+		return Post(r.Channel, r.MessageID)
+	}
+	return Channel(r.Channel)
+}
+
+func truncate(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
