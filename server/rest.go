@@ -8,8 +8,8 @@ import (
 )
 
 // The REST v1 response shapes, as telegram-me 1.x answers them. The parser
-// model already carries telegram-me's field names; these types add the
-// envelopes around it.
+// model's JSON already is telegram-me's (its keys, null for a missing
+// optional value); these types add the envelopes around it.
 
 // MoreResponse is the answer of GET /v1/more/...: posts and cursors, no
 // channel header.
@@ -55,6 +55,12 @@ func MoreView(p *parser.Page) *MoreResponse {
 	}
 	return m
 }
+
+// renderKey is the cache key of an answer rendered for a route's key. It
+// names the JSON shape, so that an answer rendered in an earlier shape (by
+// an older instance sharing Valkey during a deploy, say) is never served as
+// this one; change it whenever the shape changes.
+func renderKey(key string) string { return "shape2:" + key }
 
 // EncodeJSON encodes v as the API does: HTML left unescaped (the "html"
 // fields stay readable), a newline at the end, indented when indent is set.
