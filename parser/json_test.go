@@ -3,6 +3,7 @@ package parser
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -185,4 +186,43 @@ func TestMissingOptionalValuesAreNull(t *testing.T) {
 			t.Errorf("tmefeed-only key %s written for an empty value: %s", absent, got)
 		}
 	}
+}
+
+// The REST server writes whole answers with the Append functions; they must
+// give exactly what encoding/json gives for the same values.
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	check := func(name string, v any, got []byte) {
+		t.Helper()
+		if want := encodePlain(t, v); !bytes.Equal(got, want) {
+			t.Errorf("%s: Append differs from encoding/json\n%s", name, firstDiff(string(want), string(got)))
+		}
+	}
+	for _, f := range loadFixtures(t) {
+		v, err := parseAs(f.kind, f.data)
+		if err != nil {
+			continue
+		}
+		switch v := v.(type) {
+		case *Page:
+			check(f.rel, v, AppendPageJSON(nil, v))
+			check(f.rel+" meta", v.Meta, AppendMetaJSON(nil, v.Meta))
+		case *Post:
+			check(f.rel, v, AppendPostJSON(nil, v))
+		case *Preview:
+			check(f.rel, v, AppendPreviewJSON(nil, v))
+		}
+	}
+	// Every field filled, and the parts no fixture has (a location, a
+	// service message, numbers encoding/json writes with an exponent).
+	var page Page
+	fill(reflect.ValueOf(&page).Elem())
+	check("filled page", &page, AppendPageJSON(nil, &page))
+	post := page.Content.Posts[0]
+	for _, f := range []float64{0, 1.5, -33.8688, 151.2093, 1e-7, -2.5e-9, 1e21, 123456789.125} {
+		post.Content.Location = &Location{Latitude: f, Longitude: -f, Address: "a"}
+		check(fmt.Sprint("location ", f), &post, AppendPostJSON(nil, &post))
+	}
+	check("empty page", &Page{}, AppendPageJSON(nil, &Page{}))
+	check("empty post", &Post{}, AppendPostJSON(nil, &Post{}))
+	check("empty preview", &Preview{}, AppendPreviewJSON(nil, &Preview{}))
 }

@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"path"
 	"slices"
@@ -13,9 +15,11 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/server"
 )
 
 // telegram-me 1.x's response models (app/telegram/models/*.py), key by key.
@@ -303,4 +307,56 @@ func (sparsePages) RenderedEntry(_ context.Context, _ string, _ origin.Request, 
 	}
 	b, err := render(pages.Result{Page: page, FetchedAt: time.Now()})
 	return cache.Entry{Value: b, FetchedAt: time.Now()}, err
+}
+
+// EncodeJSON writes pages, posts, more chunks and previews without
+// encoding/json; the bytes must be the ones encoding/json gives (its path
+// still serves indented output).
+func TestEncodeJSONFastPathMatchesEncodingJSON(t *testing.T) {
+	var values []any
+	for _, f := range append(fixtureFiles(t, "*/*.*"), fixtureFiles(t, "*/*/*.*")...) {
+		b, err := fs.ReadFile(fixtures.Pages(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case strings.HasPrefix(f, "s/"):
+			if p, err := parser.ParseBody(b); err == nil {
+				values = append(values, server.BodyView(p), server.MoreView(p))
+				for i := range p.Content.Posts {
+					values = append(values, &p.Content.Posts[i])
+				}
+			}
+		case strings.HasPrefix(f, "more/"):
+			if p, err := parser.ParseMore(b); err == nil {
+				values = append(values, server.MoreView(p))
+			}
+		case strings.HasPrefix(f, "preview/"):
+			if p, err := parser.ParsePreview(b); err == nil {
+				values = append(values, &server.PreviewResponse{Channel: p})
+			}
+		}
+	}
+	values = append(values, &server.PreviewResponse{}, &server.MoreResponse{}, &parser.Page{}, &parser.Post{})
+	if len(values) < 50 {
+		t.Fatalf("only %d answers from the fixtures", len(values))
+	}
+	for i, v := range values {
+		fast, err := server.EncodeJSON(v, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		indented, err := server.EncodeJSON(v, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, indented); err != nil {
+			t.Fatal(err)
+		}
+		want.WriteByte('\n')
+		if !bytes.Equal(fast, want.Bytes()) {
+			t.Errorf("answer %d (%T): EncodeJSON differs from encoding/json:\n got  %.300s\n want %.300s", i, v, fast, want.Bytes())
+		}
+	}
 }
