@@ -1,8 +1,12 @@
 package parser
 
 // The types below are the one model every face of tmefeed is built from.
-// Their JSON names follow telegram-me 1.x, so the REST v1 API can encode
-// them directly; other faces (GraphQL, feeds) adapt them in their own packages.
+// Their JSON follows telegram-me 1.x, so the REST v1 API can encode them
+// directly; other faces (GraphQL, feeds) adapt them in their own packages.
+// A key telegram-me has is always written, null when the value is missing;
+// the types with optional strings or numbers do so in MarshalJSON (json.go),
+// their tags naming the keys. Keys of tmefeed's own (omitempty) are left
+// out when empty.
 
 // Kind is the kind of t.me page a byte slice holds.
 type Kind string
@@ -38,30 +42,30 @@ type Meta struct {
 }
 
 // Offset holds the post ids to pass as before/after to load neighbouring pages.
-// Zero means there is no such page.
+// Zero (null in JSON) means there is no such page.
 type Offset struct {
-	Before int `json:"before,omitempty"`
-	After  int `json:"after,omitempty"`
+	Before int `json:"before"`
+	After  int `json:"after"`
 }
 
 // Channel is a channel's header as shown on its /s/ page.
 type Channel struct {
 	Username    string   `json:"username"`
 	Title       Rich     `json:"title"`
-	Description *Rich    `json:"description,omitempty"`
-	Avatar      string   `json:"avatar,omitempty"`
+	Description *Rich    `json:"description"`
+	Avatar      string   `json:"avatar"`
 	Counters    Counters `json:"counters"`
-	Labels      []string `json:"labels,omitempty"`
+	Labels      []string `json:"labels"`
 }
 
 // Counters are the channel's counters as displayed ("11.1M") with integer
 // values beside them (11100000). A counter Telegram does not show is empty.
 type Counters struct {
-	Subscribers      string `json:"subscribers,omitempty"`
-	Photos           string `json:"photos,omitempty"`
-	Videos           string `json:"videos,omitempty"`
-	Files            string `json:"files,omitempty"`
-	Links            string `json:"links,omitempty"`
+	Subscribers      string `json:"subscribers"`
+	Photos           string `json:"photos"`
+	Videos           string `json:"videos"`
+	Files            string `json:"files"`
+	Links            string `json:"links"`
 	SubscribersCount int64  `json:"subscribers_count,omitempty"`
 	PhotosCount      int64  `json:"photos_count,omitempty"`
 	VideosCount      int64  `json:"videos_count,omitempty"`
@@ -73,10 +77,10 @@ type Counters struct {
 type Preview struct {
 	Username         string `json:"username"`
 	Title            string `json:"title"`
-	Subscribers      string `json:"subscribers,omitempty"`
+	Subscribers      string `json:"subscribers"`
 	SubscribersCount int64  `json:"subscribers_count,omitempty"`
-	Description      *Rich  `json:"description,omitempty"`
-	Avatar           string `json:"avatar,omitempty"`
+	Description      *Rich  `json:"description"` // written as its plain string
+	Avatar           string `json:"avatar"`
 	IsVerified       bool   `json:"is_verified"`
 }
 
@@ -84,11 +88,11 @@ type Preview struct {
 type Post struct {
 	ID        int         `json:"id"`
 	Channel   string      `json:"-"` // the username in data-post; the page's channel
-	View      string      `json:"view,omitempty"`
+	View      string      `json:"view"`
 	Service   *Service    `json:"service,omitempty"`
 	Content   PostContent `json:"content"`
 	Footer    Footer      `json:"footer"`
-	Forwarded *Forwarded  `json:"forwarded,omitempty"`
+	Forwarded *Forwarded  `json:"forwarded"`
 }
 
 // Service marks a service message (pinned, renamed, photo changed, channel created).
@@ -99,14 +103,14 @@ type Service struct {
 
 // PostContent is everything inside the bubble.
 type PostContent struct {
-	Text        *Text        `json:"text,omitempty"`
-	Media       []Media      `json:"media,omitempty"`
+	Text        *Text        `json:"text"`
+	Media       []Media      `json:"media"`
 	Location    *Location    `json:"location,omitempty"`
-	Poll        *Poll        `json:"poll,omitempty"`
-	Inline      []Inline     `json:"inline,omitempty"`
-	Reply       *Reply       `json:"reply,omitempty"`
-	PreviewLink *PreviewLink `json:"preview_link,omitempty"`
-	Reacts      []React      `json:"reacts,omitempty"`
+	Poll        *Poll        `json:"poll"`
+	Inline      []Inline     `json:"inline"`
+	Reply       *Reply       `json:"reply"`
+	PreviewLink *PreviewLink `json:"preview_link"`
+	Reacts      []React      `json:"reacts"`
 }
 
 // Text is a post's text. Entity offsets and lengths count UTF-16 code units
@@ -114,7 +118,7 @@ type PostContent struct {
 type Text struct {
 	String   string   `json:"string"`
 	HTML     string   `json:"html"`
-	Entities []Entity `json:"entities,omitempty"`
+	Entities []Entity `json:"entities"`
 }
 
 // Entity kinds.
@@ -141,8 +145,8 @@ type Entity struct {
 	Offset   int    `json:"offset"`
 	Length   int    `json:"length"`
 	Type     string `json:"type"`
-	URL      string `json:"url,omitempty"`
-	Language string `json:"language,omitempty"`
+	URL      string `json:"url"`
+	Language string `json:"language"`
 	EmojiID  string `json:"emoji_id,omitempty"`
 }
 
@@ -165,10 +169,10 @@ const (
 // Media is one attachment shown in the bubble.
 type Media struct {
 	Type      string    `json:"type"`
-	URL       string    `json:"url,omitempty"`
-	Thumb     string    `json:"thumb,omitempty"`
-	Waves     string    `json:"waves,omitempty"`
-	Duration  *Duration `json:"duration,omitempty"`
+	URL       string    `json:"url"`
+	Thumb     string    `json:"thumb"`
+	Waves     string    `json:"waves"`
+	Duration  *Duration `json:"duration"`
 	Title     string    `json:"title,omitempty"` // documents and audio
 	Extra     string    `json:"extra,omitempty"` // size, or performer for audio
 	Available bool      `json:"available"`
@@ -192,7 +196,7 @@ type Location struct {
 // Poll is a poll or quiz with its results.
 type Poll struct {
 	Question   string       `json:"question"`
-	Type       string       `json:"type,omitempty"`
+	Type       string       `json:"type"`
 	Votes      string       `json:"votes"`
 	VotesCount int64        `json:"votes_count,omitempty"`
 	Options    []PollOption `json:"options"`
@@ -212,7 +216,7 @@ type Inline struct {
 
 // Reply describes the message a post replies to.
 type Reply struct {
-	Cover     string `json:"cover,omitempty"`
+	Cover     string `json:"cover"`
 	Name      Rich   `json:"name"`
 	Text      Rich   `json:"text"`
 	ToMessage int    `json:"to_message"`
@@ -220,11 +224,11 @@ type Reply struct {
 
 // PreviewLink is a link preview card.
 type PreviewLink struct {
-	Title       string `json:"title,omitempty"`
+	Title       string `json:"title"`
 	URL         string `json:"url"`
-	SiteName    string `json:"site_name,omitempty"`
-	Description *Rich  `json:"description,omitempty"`
-	Thumb       string `json:"thumb,omitempty"`
+	SiteName    string `json:"site_name"`
+	Description *Rich  `json:"description"`
+	Thumb       string `json:"thumb"`
 }
 
 // Reaction kinds.
@@ -239,21 +243,22 @@ type React struct {
 	Count      string `json:"count"`
 	CountValue int64  `json:"count_value"`
 	Type       string `json:"type"`
-	Emoji      string `json:"emoji,omitempty"`
-	EmojiID    string `json:"emoji_id,omitempty"`
-	EmojiImage string `json:"emoji_image,omitempty"`
+	Emoji      string `json:"emoji"` // written as "⭐" for Telegram Stars
+	EmojiID    string `json:"emoji_id"`
+	EmojiImage string `json:"emoji_image"`
 }
 
 // Footer holds views, signature, edited mark and date.
 type Footer struct {
-	Views      string `json:"views,omitempty"`
+	Views      string `json:"views"`
 	ViewsCount int64  `json:"views_count,omitempty"`
 	Edited     bool   `json:"edited"`
-	Author     *Rich  `json:"author,omitempty"`
+	Author     *Rich  `json:"author"`
 	Date       Date   `json:"date"`
 }
 
-// Date is a post date as RFC 3339 string and Unix seconds.
+// Date is a post date as the page writes it (RFC 3339 with the page's
+// offset, e.g. "2024-05-01T12:30:00+00:00") and as Unix seconds.
 type Date struct {
 	String string `json:"string"`
 	Unix   int64  `json:"unix"`
@@ -262,5 +267,5 @@ type Date struct {
 // Forwarded names the source of a forwarded post.
 type Forwarded struct {
 	Name Rich   `json:"name"`
-	URL  string `json:"url,omitempty"`
+	URL  string `json:"url"`
 }

@@ -8,8 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf16"
 )
 
@@ -455,5 +458,81 @@ func TestEveryRoleHasAGroup(t *testing.T) {
 		if r.group() == groupNone {
 			t.Errorf("role %d has no group in roleGroups", r)
 		}
+	}
+}
+
+var datetimeAttr = regexp.MustCompile(`datetime="([^"]+)"`)
+
+// A post's date string is the page's own, offset and all.
+func TestDateKeepsPageString(t *testing.T) {
+	n := 0
+	for _, f := range loadFixtures(t) {
+		if f.kind != KindBody && f.kind != KindEmbed {
+			continue
+		}
+		var posts []Post
+		if f.kind == KindBody {
+			p, err := ParseBody(f.data)
+			if err != nil {
+				continue
+			}
+			posts = p.Content.Posts
+		} else if p, err := ParseEmbed(f.data); err == nil {
+			posts = []Post{*p}
+		}
+		var onPage []string
+		for _, m := range datetimeAttr.FindAllSubmatch(f.data, -1) {
+			onPage = append(onPage, string(m[1]))
+		}
+		for _, p := range posts {
+			if p.Footer.Date.Unix == 0 {
+				continue
+			}
+			n++
+			d := p.Footer.Date
+			if !slices.Contains(onPage, d.String) {
+				t.Errorf("%s post %d: date %q is not a datetime on the page", f.rel, p.ID, d.String)
+			}
+			if at, err := time.Parse(time.RFC3339, d.String); err != nil || at.Unix() != d.Unix {
+				t.Errorf("%s post %d: date %q does not name unix %d (%v)", f.rel, p.ID, d.String, d.Unix, err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no dated posts in the fixtures")
+	}
+}
+
+// A channel without a photo shows a data: placeholder; it is no avatar.
+func TestPlaceholderIsNoAvatar(t *testing.T) {
+	n := 0
+	for _, f := range loadFixtures(t) {
+		if !bytes.Contains(f.data, []byte(`src="data:`)) {
+			continue
+		}
+		var avatar string
+		switch f.kind {
+		case KindBody:
+			p, err := ParseBody(f.data)
+			if err != nil || p.Channel == nil {
+				continue
+			}
+			avatar = p.Channel.Avatar
+		case KindPreview:
+			p, err := ParsePreview(f.data)
+			if err != nil {
+				continue
+			}
+			avatar = p.Avatar
+		default:
+			continue
+		}
+		n++
+		if strings.HasPrefix(avatar, "data:") {
+			t.Errorf("%s: avatar is the placeholder %.40s…", f.rel, avatar)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no fixture with a data: placeholder image")
 	}
 }

@@ -168,10 +168,10 @@ func (s *scanner) beginPlain(a *attrs, tag atom.Atom) {
 		s.videoTag(a)
 	}
 	if tag == atom.Img && s.post == nil && s.inHeader > 0 {
-		setDefault(&s.channel.Avatar, absURL(string(a.src)))
+		setDefault(&s.channel.Avatar, avatarURL(a.src))
 	}
 	if tag == atom.Img && s.post == nil && s.pageAvatar == "" && strings.Contains(string(a.class), "tgme_page_photo_image") {
-		s.pageAvatar = absURL(string(a.src))
+		s.pageAvatar = avatarURL(a.src)
 	}
 	if tag == atom.A && s.resolveDomain == "" && strings.HasPrefix(string(a.href), resolvePrefix) {
 		d := strings.TrimPrefix(string(a.href), resolvePrefix)

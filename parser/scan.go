@@ -794,6 +794,9 @@ func (s *scanner) endPost() {
 	if len(p.Content.Media) == 0 {
 		p.Content.Media = nil
 	}
+	if len(p.Content.Reacts) == 0 {
+		p.Content.Reacts = nil // a reactions block with none read is no reactions
+	}
 	if p.Service != nil {
 		if p.Content.Text != nil {
 			p.Service.Text = p.Content.Text.String
@@ -814,7 +817,9 @@ func (s *scanner) setDate(dt string) {
 	if s.post.Footer.Date.Unix != 0 {
 		return
 	}
-	s.post.Footer.Date = Date{String: t.UTC().Format(time.RFC3339), Unix: t.Unix()}
+	// The string is the page's own, offset included ("+00:00"), as
+	// telegram-me passes it on; Unix is the instant it names.
+	s.post.Footer.Date = Date{String: dt, Unix: t.Unix()}
 }
 
 func serviceType(text string) string {

@@ -338,6 +338,15 @@ func cssURL(style []byte) string {
 	return string(b)
 }
 
+// avatarURL is the address of a channel photo. A channel without a photo
+// shows an inline data: placeholder (its initials), which is no photo.
+func avatarURL(src []byte) string {
+	if bytes.HasPrefix(src, []byte("data:")) {
+		return ""
+	}
+	return absURL(string(src))
+}
+
 func absURL(s string) string {
 	if strings.HasPrefix(s, "//") {
 		return "https:" + s

@@ -8,8 +8,8 @@ import (
 )
 
 // The REST v1 response shapes, as telegram-me 1.x answers them. The parser
-// model already carries telegram-me's field names; these types add the
-// envelopes around it.
+// model's JSON already is telegram-me's (its keys, null for a missing
+// optional value); these types add the envelopes around it.
 
 // MoreResponse is the answer of GET /v1/more/...: posts and cursors, no
 // channel header.
@@ -56,9 +56,20 @@ func MoreView(p *parser.Page) *MoreResponse {
 	return m
 }
 
+// renderKey is the cache key of an answer rendered for a route's key. It
+// names the JSON shape, so that an answer rendered in an earlier shape (by
+// an older instance sharing Valkey during a deploy, say) is never served as
+// this one; change it whenever the shape changes.
+func renderKey(key string) string { return "shape2:" + key }
+
 // EncodeJSON encodes v as the API does: HTML left unescaped (the "html"
 // fields stay readable), a newline at the end, indented when indent is set.
 func EncodeJSON(v any, indent bool) ([]byte, error) {
+	if !indent {
+		if b, ok := appendAnswer(v); ok {
+			return append(b, '\n'), nil
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -70,6 +81,51 @@ func EncodeJSON(v any, indent bool) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// appendAnswer writes the page, post, more and preview answers with the
+// parser's Append functions, which give encoding/json's bytes without its
+// reflection; ok is false for any other value. The cases are concrete
+// types, not an interface, so that a type embedding *parser.Post (a feed
+// post with its channel) is never written as a bare post.
+func appendAnswer(v any) (b []byte, ok bool) {
+	switch v := v.(type) {
+	case *parser.Page:
+		return parser.AppendPageJSON(make([]byte, 0, answerSize(len(v.Content.Posts))), v), true
+	case *parser.Post:
+		return parser.AppendPostJSON(make([]byte, 0, answerSize(1)), v), true
+	case *MoreResponse:
+		b = make([]byte, 0, answerSize(len(v.Posts)))
+		b = append(b, `{"posts":`...)
+		if v.Posts == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i := range v.Posts {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = parser.AppendPostJSON(b, &v.Posts[i])
+			}
+			b = append(b, ']')
+		}
+		b = append(b, `,"meta":`...)
+		b = parser.AppendMetaJSON(b, v.Meta)
+		return append(b, '}'), true
+	case *PreviewResponse:
+		b = append(make([]byte, 0, 1024), `{"channel":`...)
+		if v.Channel == nil {
+			b = append(b, "null"...)
+		} else {
+			b = parser.AppendPreviewJSON(b, v.Channel)
+		}
+		return append(b, '}'), true
+	}
+	return nil, false
+}
+
+// answerSize guesses an answer's length from its post count (posts with
+// text, media and reactions run to a few KB), so that it is rarely grown.
+func answerSize(posts int) int { return 2048 + 2048*posts }
 
 // findPost returns the post with the given id on the page, or nil.
 func findPost(p *parser.Page, id int) *parser.Post {

@@ -275,7 +275,7 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) previewEntry(ctx context.Context, ch string) (cache.Entry, error) {
 	req := origin.Request{Kind: parser.KindPreview, Channel: ch}
-	return h.pages.RenderedEntry(ctx, "preview", req, renderPreview)
+	return h.pages.RenderedEntry(ctx, renderKey("preview"), req, renderPreview)
 }
 
 func renderPreview(res pages.Result) ([]byte, error) {
@@ -284,7 +284,7 @@ func renderPreview(res pages.Result) ([]byte, error) {
 
 // serve answers with the rendered bytes for req, from the cache when held.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
-	e, err := h.pages.RenderedEntry(r.Context(), key, req, render)
+	e, err := h.pages.RenderedEntry(r.Context(), renderKey(key), req, render)
 	if err != nil {
 		h.failErr(w, r, err)
 		return
