@@ -58,33 +58,45 @@ func kindOf(file string) parser.Kind {
 // TestParsedSizeMatchesHeap checks the size estimate of a parse against
 // what keeping many parses of each fixture page really costs.
 func TestParsedSizeMatchesHeap(t *testing.T) {
-	const n = 100
 	var estTotal, heapTotal float64
 	for file, b := range fixturePages(t) {
 		kind := kindOf(file)
-		held := make([]any, n)
-		before := liveHeap()
-		var err error
-		for i := range held {
-			if kind == parser.KindBody {
-				held[i], err = parser.ParseBody(b)
-			} else {
-				held[i], err = parser.ParsePreview(b)
-			}
-		}
-		after := liveHeap()
-		runtime.KeepAlive(held)
-		if err != nil {
-			continue // not a channel: nothing is allocated per parse
-		}
 		est := float64(pages.ParsedSize(kind, b))
-		per := (float64(after) - float64(before)) / n
-		estTotal += est
-		heapTotal += per
-		t.Logf("%-28s %7d B raw: estimate %6.0f B, heap %8.0f B per parse (%+.1f%%)", file, len(b), est, per, 100*(est-per)/per)
-		if math.Abs(est-per) > 0.1*per+64 {
+		// Enough parses to hold a MiB, so that memory freed elsewhere in
+		// the process (a cache's goroutine, a finished test) is small
+		// beside what is measured; and a few tries, since such noise comes
+		// and goes while a wrong estimate stays wrong.
+		n := max(100, int((1<<20)/max(est, 1)))
+		var per float64
+		ok := false
+		for try := 0; try < 3 && !ok; try++ {
+			held := make([]any, n)
+			before := liveHeap()
+			var err error
+			for i := range held {
+				if kind == parser.KindBody {
+					held[i], err = parser.ParseBody(b)
+				} else {
+					held[i], err = parser.ParsePreview(b)
+				}
+			}
+			after := liveHeap()
+			runtime.KeepAlive(held)
+			if err != nil {
+				break // not a channel: nothing is allocated per parse
+			}
+			per = (float64(after) - float64(before)) / float64(n)
+			ok = math.Abs(est-per) <= 0.1*per+64
+			t.Logf("%-28s %7d B raw: estimate %6.0f B, heap %8.0f B per parse (%+.1f%%), try %d", file, len(b), est, per, 100*(est-per)/per, try+1)
+		}
+		if per == 0 {
+			continue
+		}
+		if !ok {
 			t.Errorf("%s: estimate %.0f B, heap %.0f B: more than 10%% apart", file, est, per)
 		}
+		estTotal += est
+		heapTotal += per
 	}
 	if heapTotal == 0 {
 		t.Fatal("no page parsed")
