@@ -129,9 +129,21 @@ type failure struct {
 	until time.Time
 }
 
-// maxFailures bounds the remembered failures: a few hundred bytes each, and
-// each lives NegativeTTL at most, so this is for floods of distinct keys.
-const maxFailures = 4096
+// Remembered failures take a thirty-second of the tier's bytes (at least
+// 64 KiB), carved out of MaxBytes so the tier's total stays within it.
+// Each lives NegativeTTL at most, so the bound matters only for floods of
+// distinct failing keys. failureOverhead is otter's node with the failure
+// value, its hash-table slot and the key's string header, estimated
+// generously from the entry overhead measured for pages.
+const (
+	failuresShare   = 32
+	minFailureBytes = 64 << 10
+	failureOverhead = entryOverhead + 64
+)
+
+func weighFailure(key string, f failure) uint32 {
+	return uint32(len(key) + len(f.code) + failureOverhead)
+}
 
 var _ Cache = (*Memory)(nil)
 
@@ -176,8 +188,13 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if cfg.Refresh == 0 {
 		return m, nil
 	}
+	storeBytes, failureBytes := cfg.MaxBytes, int64(0)
+	if cfg.Failures != nil {
+		failureBytes = min(max(cfg.MaxBytes/failuresShare, minFailureBytes), cfg.MaxBytes/2)
+		storeBytes -= failureBytes
+	}
 	opts := &otter.Options[string, []byte]{
-		MaximumWeight:    uint64(cfg.MaxBytes),
+		MaximumWeight:    uint64(storeBytes),
 		Weigher:          weigh,
 		ExpiryCalculator: hardExpiry{m},
 	}
@@ -191,7 +208,8 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	}
 	if cfg.Failures != nil {
 		fopts := &otter.Options[string, failure]{
-			MaximumSize:      maxFailures,
+			MaximumWeight:    uint64(failureBytes),
+			Weigher:          weighFailure,
 			ExpiryCalculator: otter.ExpiryWriting[string, failure](cfg.NegativeTTL),
 		}
 		if customClock {
@@ -400,6 +418,9 @@ func (m *Memory) Stats() MemoryStats {
 	if m.store != nil {
 		s.Bytes = m.store.WeightedSize()
 		s.Entries = m.store.EstimatedSize()
+	}
+	if m.failed != nil {
+		s.Bytes += m.failed.WeightedSize()
 	}
 	return s
 }

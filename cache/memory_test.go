@@ -702,3 +702,26 @@ func TestFailedSlowRefreshDoesNotServePastHardTTL(t *testing.T) {
 		t.Fatalf("got a copy fetched %v ago, past its hard TTL of 1m; want the refresh's error", clock.Now().Sub(e.FetchedAt))
 	}
 }
+
+// A flood of distinct failing keys is remembered within the tier's bytes:
+// the failures' share is carved out of MaxBytes, and Stats counts it.
+func TestRememberedFailuresCountAgainstMaxBytes(t *testing.T) {
+	const maxBytes = 1 << 20
+	m := newTestMemory(t, MemoryConfig{MaxBytes: maxBytes, Refresh: 10 * time.Second, Failures: testFailures{}, NegativeTTL: time.Minute})
+	fail := func(context.Context) (Entry, error) { return Entry{}, errUpstream }
+	const keys = 20_000 // ~4.5 MB of failures if nothing bounded them
+	for i := range keys {
+		if _, err := m.Get(context.Background(), fmt.Sprintf("page:flood_%06d", i), fail); !errors.Is(err, errUpstream) {
+			t.Fatalf("key %d: %v", i, err)
+		}
+	}
+	m.failed.CleanUp()
+	held := m.failed.WeightedSize()
+	share := uint64(max(maxBytes/failuresShare, minFailureBytes))
+	if held == 0 || held > share {
+		t.Errorf("remembered failures weigh %d B, want within their share of %d B", held, share)
+	}
+	if s := m.Stats(); s.Bytes != held || s.Bytes > maxBytes {
+		t.Errorf("Stats.Bytes = %d, want the %d B of failures, within MaxBytes %d", s.Bytes, held, maxBytes)
+	}
+}
