@@ -83,13 +83,9 @@ type front struct {
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	strict, ok := negotiate(r.Header.Get("Accept"))
-	a := &answer{w: w, r: r, strict: strict}
-	if !ok {
-		// In JSON, the one type every client reads, as the draft allows.
-		a.strict = false
-		a.refuse(http.StatusNotAcceptable, CodeNotAcceptable, "Accept allows neither "+graphqlResponseJSON+" nor "+mediaJSON+", the types of GraphQL answers")
-		return
-	}
+	// Refusals are in JSON, the one type every client reads, when Accept
+	// allows neither type (as the draft allows).
+	a := &answer{w: w, r: r, strict: strict && ok}
 	switch r.Method {
 	case http.MethodGet, http.MethodPost:
 	case http.MethodHead:
@@ -99,6 +95,10 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		w.Header().Set("Allow", allowedMethods)
 		a.refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, clip(r.Method)+" is not served at /graphql; send queries with GET or POST")
+		return
+	}
+	if !ok {
+		a.refuse(http.StatusNotAcceptable, CodeNotAcceptable, "Accept allows neither "+graphqlResponseJSON+" nor "+mediaJSON+", the types of GraphQL answers")
 		return
 	}
 	if r.Header.Get("Upgrade") != "" {
