@@ -160,6 +160,12 @@ type Page struct {
 	// Key identifies the page's content: equal keys mean equal pages. It
 	// changes whenever the feed is rebuilt from changed pages.
 	Key string
+	// FetchedAt is when the oldest channel page the feed was built from
+	// was fetched (zero when none was read); Stale is set when one of
+	// them was served past its refresh point. Together they say how long
+	// the page may be cached downstream.
+	FetchedAt time.Time
+	Stale     bool
 }
 
 // Service builds feeds. It is safe for concurrent use.
@@ -217,8 +223,10 @@ type build struct {
 	hash    uint64 // of the channels' page hashes and failures
 	builtAt time.Time
 	// validUntil (Unix nanoseconds) is when the build stops being reused
-	// unchecked; a recheck that finds the pages unchanged moves it.
+	// unchecked; a recheck that finds the pages unchanged moves it, and
+	// updates fresh.
 	validUntil atomic.Int64
+	fresh      atomic.Pointer[pageAge]
 	// pinned are the parses the items point into, held while the build is
 	// kept; own is the build's heap without them.
 	pinned []*pages.Parsed
@@ -331,7 +339,16 @@ func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 		return nil, err
 	}
 	start, end := b.window(after, before, req.First, req.Last)
-	return b.page(start, end), nil
+	p := b.page(start, end)
+	// A kept build reads no pages, so what the answer derives from is
+	// noted here for whoever caches it.
+	if !p.FetchedAt.IsZero() {
+		pages.NoteRead(ctx, p.FetchedAt, p.Stale)
+	}
+	for _, f := range p.Failed {
+		pages.NoteFailure(ctx, f.Err)
+	}
+	return p, nil
 }
 
 // Rendered returns bytes rendered from p under key (which must say
@@ -460,6 +477,12 @@ func (s *Service) build(ctx context.Context, q query) (*build, error) {
 	}
 }
 
+// pageAge is what a build knows of the age of its pages.
+type pageAge struct {
+	oldest time.Time // FetchedAt of the oldest page read
+	stale  bool      // a page was served past its refresh point
+}
+
 // fetched is the outcome of reading one channel.
 type fetched struct {
 	res pages.Result
@@ -500,6 +523,8 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	h := xxh3.New()
 	var buf [8]byte
 	validUntil := now.Add(s.cfg.Keep)
+	var fr pageAge
+	read := false
 	for i, name := range q.channels {
 		_, _ = h.WriteString(name)
 		if err := out[i].err; err != nil {
@@ -511,6 +536,11 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		if t := out[i].res.FetchedAt.Add(s.cfg.Keep); t.Before(validUntil) {
 			validUntil = t
 		}
+		if !read || out[i].res.FetchedAt.Before(fr.oldest) {
+			fr.oldest = out[i].res.FetchedAt
+		}
+		read = true
+		fr.stale = fr.stale || out[i].res.Stale
 	}
 	sum := h.Sum64()
 	until := validUntil.UnixNano()
@@ -520,11 +550,13 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 
 	if k, ok := s.kept.GetIfPresent(q.key); ok && k.hash == sum && now.Sub(k.builtAt) < s.cfg.MaxAge {
 		k.validUntil.Store(until)
+		k.fresh.Store(&fr)
 		return k, nil
 	}
 
 	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now}
 	b.validUntil.Store(until)
+	b.fresh.Store(&fr)
 	b.failed = append(b.failed, q.invalid...)
 	var pagesOK []channelPage
 	parsed := make(map[*parser.Page]*pages.Parsed, len(q.channels))
@@ -628,7 +660,10 @@ func (b *build) window(after, before *cursor, first int, last *int) (start, end 
 // client pages (Relay allows this).
 func (b *build) page(start, end int) *Page {
 	n := len(b.items)
+	fr := b.fresh.Load()
 	return &Page{
+		FetchedAt:       fr.oldest,
+		Stale:           fr.stale,
 		Items:           b.items[start:end:end],
 		TotalCount:      n,
 		HasNextPage:     end < n,

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 
@@ -126,6 +128,32 @@ func BenchmarkFeed100GraphQLWarm(b *testing.B) {
 func BenchmarkFeed100RESTWarm(b *testing.B) {
 	fb := newFeedBench(b)
 	benchWarm(b, fb.env.srv.Config.Handler, "/v1/feed", fb.restBody)
+}
+
+// The same query sent with GET: its answer is cacheable, so it also
+// carries an ETag, a hash of the whole body.
+func BenchmarkFeed100GraphQLWarmGET(b *testing.B) {
+	fb := newFeedBench(b)
+	var req request
+	if err := json.Unmarshal(fb.gqlBody, &req); err != nil {
+		b.Fatal(err)
+	}
+	vars, _ := json.Marshal(req.Variables)
+	target := "/graphql?" + url.Values{"query": {req.Query}, "variables": {string(vars)}}.Encode()
+	h := fb.env.srv.Config.Handler
+	get := func() int {
+		w := &discard{h: http.Header{}}
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		if w.status != http.StatusOK || w.n < 1<<20 || w.h.Get("ETag") == "" {
+			b.Fatalf("GET: status %d, %d bytes, ETag %q", w.status, w.n, w.h.Get("ETag"))
+		}
+		return w.n
+	}
+	b.SetBytes(int64(get()))
+	b.ReportAllocs()
+	for b.Loop() {
+		get()
+	}
 }
 
 // The same query through gqlgen's executor, without the fast path.

@@ -51,6 +51,7 @@ type envOptions struct {
 	onParse         func(query string) // see graph.SetParseHook
 	upstreamTimeout time.Duration
 	maxResponse     int
+	now             func() time.Time // the clock of the cache, feeds and handler
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -68,7 +69,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	store := o.shared
 	if store == nil {
-		mem, err := cache.NewMemory(cache.MemoryConfig{Refresh: time.Hour, MaxBytes: 256 << 20})
+		mem, err := cache.NewMemory(cache.MemoryConfig{Refresh: time.Hour, MaxBytes: 256 << 20, Now: o.now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if keep == 0 {
 		keep = time.Hour
 	}
-	fs, err := feed.New(feed.Config{Pages: ps, Keep: keep})
+	fs, err := feed.New(feed.Config{Pages: ps, Keep: keep, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +96,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Timeout:              o.timeout,
 		MaxExpensive:         o.maxExpensive,
 		MaxResponseBytes:     o.maxResponse,
+		Refresh:              time.Hour,
+		Now:                  o.now,
 	}
 	graph.SetParseHook(&cfg, o.onParse)
 	gh, err := graph.NewHandler(cfg)

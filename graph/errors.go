@@ -26,6 +26,19 @@ const (
 	CodeInternal            = "INTERNAL_SERVER_ERROR"
 )
 
+// Codes of requests refused before execution: gqlgen's own, and the
+// HTTP layer's (see front and answer).
+const (
+	CodeParseFailed            = "GRAPHQL_PARSE_FAILED"
+	CodeValidationFailed       = "GRAPHQL_VALIDATION_FAILED"
+	CodePersistedQueryNotFound = "PERSISTED_QUERY_NOT_FOUND"
+	CodeBadRequest             = "BAD_REQUEST"
+	CodeMethodNotAllowed       = "METHOD_NOT_ALLOWED"
+	CodeNotAcceptable          = "NOT_ACCEPTABLE"
+	CodeRequestTooLarge        = "REQUEST_TOO_LARGE"
+	CodeUnsupportedMediaType   = "UNSUPPORTED_MEDIA_TYPE"
+)
+
 // errPostNotFound: the page around a post id does not hold that post.
 var errPostNotFound = errors.New("no such post in this channel")
 

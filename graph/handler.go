@@ -9,11 +9,11 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
@@ -93,15 +93,20 @@ type HandlerConfig struct {
 	DisableIntrospection bool
 	// DisableFastPath sends feed queries through the regular executor.
 	DisableFastPath bool
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// Refresh is the cache's refresh point (CACHE_MODE). GET answers may
+	// be kept downstream until the oldest page they read reaches it;
+	// zero answers every request with Cache-Control: no-store.
+	Refresh time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
 	onParse func(query string)
 }
 
-// NewHandler returns the http.Handler serving POST and GET /graphql.
+// NewHandler returns the http.Handler serving POST and GET (and HEAD)
+// /graphql as the GraphQL-over-HTTP draft describes.
 func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Pages == nil || cfg.Feed == nil {
 		return nil, errors.New("graph: HandlerConfig.Pages and HandlerConfig.Feed are required")
@@ -157,9 +162,12 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		maxResponse: cfg.MaxResponseBytes,
 		gate:        newGate(cfg.MaxExpensive, expensiveWait),
 		fast:        fast,
+		schema:      es.Schema(),
+		refresh:     max(cfg.Refresh, 0),
+		swr:         strconv.Itoa(int(max(cfg.Refresh, 0) / time.Second)),
+		now:         cfg.Now,
 	}
 	srv := handler.New(es)
-	srv.AddTransport(transport.Options{AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodOptions}})
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})
 	srv.AddTransport(httpTransport{maxBody: cfg.MaxBodyBytes, run: run})
 	srv.SetQueryCache(stores.queries)
@@ -187,7 +195,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 
-	return srv, nil
+	return front{next: srv}, nil
 }
 
 func setDefault[T int | int64 | time.Duration](v *T, def T) {

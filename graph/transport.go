@@ -10,14 +10,13 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/tmefeed/tmefeed/pages"
 )
 
 // httpTransport serves GraphQL over HTTP: POST with a JSON body, or GET
@@ -43,18 +42,17 @@ func (t httpTransport) Supports(r *http.Request) bool {
 	return r.Method == http.MethodPost && err == nil && mediaType == "application/json"
 }
 
-const graphqlResponseJSON = "application/graphql-response+json"
-
 func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	// The request's context ends when the client goes away; the deadline
 	// bounds the operation even when it stays.
 	ctx, cancel := context.WithTimeout(r.Context(), t.run.timeout)
 	defer cancel()
-	strict := acceptsGraphQLResponse(r.Header.Get("Accept"))
-	if strict {
-		w.Header().Set("Content-Type", graphqlResponseJSON)
-	} else {
-		w.Header().Set("Content-Type", "application/json")
+	strict, _ := negotiate(r.Header.Get("Accept")) // the front refused what is not acceptable
+	a := &answer{w: w, r: r, strict: strict, run: t.run}
+	if t.get {
+		// Only GET answers may be cached, so only they collect the
+		// freshness of the pages they read.
+		ctx, a.fresh = pages.WithFreshness(ctx)
 	}
 	tr := &turn{gate: t.run.gate}
 	defer tr.drop()
@@ -63,40 +61,42 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	params := &graphql.RawParams{Headers: r.Header}
 	params.ReadTime.Start = graphql.Now()
 	if status, err := t.read(ctx, w, r, params); errors.Is(err, errNoTurn) {
-		t.run.busy(w, r)
+		a.busy()
 		return
 	} else if err != nil {
-		writeErrors(w, status, gqlerror.List{badRequest(err.Error())})
+		a.refuse(status, codeForStatus(status), err.Error())
 		return
 	}
 	params.ReadTime.End = graphql.Now()
+	if params.Query == "" && params.Extensions["persistedQuery"] == nil {
+		a.refuse(http.StatusBadRequest, CodeBadRequest, noQueryMessage)
+		return
+	}
 
 	rc, errs := exec.CreateOperationContext(ctx, params)
 	tr.drop() // parsed and validated; expensive operations take it again
 	if len(errs) == 1 && errs[0].Extensions["code"] == CodeRateLimited {
-		t.run.busy(w, r) // no turn to parse the document
+		a.busy() // no turn to parse the document
 		return
 	}
 	if errs != nil {
-		status := http.StatusOK
-		if errcode.GetErrorKind(errs) == errcode.KindProtocol {
-			status = http.StatusUnprocessableEntity
-			if strict {
-				status = http.StatusBadRequest
-			}
-		} else if strict {
-			status = http.StatusBadRequest
+		if t.get && t.run.selectsMutation(rc, params, errs) {
+			a.getMutation()
+			return
 		}
-		w.WriteHeader(status)
-		writeJSON(w, exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs))
+		t.run.explain(rc, params, errs)
+		resp := exec.DispatchError(graphql.WithOperationContext(ctx, rc), errs)
+		a.requestErrors(resp.Errors, resp.Extensions)
 		return
 	}
 	if t.get && rc.Operation.Operation != ast.Query {
-		writeErrors(w, http.StatusMethodNotAllowed, gqlerror.List{badRequest("GET requests only allow query operations")})
+		a.getMutation()
 		return
 	}
-	t.run.do(ctx, w, r, exec, rc)
+	t.run.do(ctx, a, exec, rc)
 }
+
+const noQueryMessage = `the request has no query: send {"query": "…"} as JSON in a POST body, or ?query=… in a GET URL (or a persisted query's hash in extensions)`
 
 // expensiveWait is how long a request waits for a turn before the client
 // is asked to retry.
@@ -110,11 +110,15 @@ type runner struct {
 	maxResponse int
 	gate        *gate
 	fast        *fastPath // nil: every operation goes through the executor
+	schema      *ast.Schema
+	refresh     time.Duration // the cache's refresh point; 0: nothing is cacheable
+	swr         string        // stale-while-revalidate, in seconds
+	now         func() time.Time
 }
 
-func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor, rc *graphql.OperationContext) {
+func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor, rc *graphql.OperationContext) {
 	if introspects(rc) && !takeTurn(ctx) {
-		run.busy(w, r)
+		a.busy()
 		return
 	}
 	if run.fast != nil {
@@ -124,21 +128,16 @@ func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Reques
 				n += len(p)
 			}
 			if n > run.maxResponse {
-				writeErrors(w, http.StatusOK, gqlerror.List{run.tooLarge(n)})
+				a.requestErrors(gqlerror.List{run.tooLarge(n)}, nil)
 				return
 			}
-			w.Header().Set("Content-Length", strconv.Itoa(n))
-			for _, p := range parts {
-				if _, err := w.Write(p); err != nil {
-					return
-				}
-			}
+			a.data(parts, true)
 			return
 		}
 	}
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
-	if r.Context().Err() != nil {
+	if a.r.Context().Err() != nil {
 		return // nobody reads the answer
 	}
 	if resp == nil {
@@ -152,10 +151,10 @@ func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		resp.Errors = append(resp.Errors, err)
 	}
 	if len(resp.Data) > run.maxResponse {
-		writeErrors(w, http.StatusOK, gqlerror.List{run.tooLarge(len(resp.Data))})
+		a.requestErrors(gqlerror.List{run.tooLarge(len(resp.Data))}, nil)
 		return
 	}
-	writeJSON(w, resp)
+	a.data([][]byte{marshalResponse(resp)}, len(resp.Errors) == 0)
 }
 
 // introspects reports whether an operation introspects the schema: all
@@ -169,15 +168,6 @@ func introspects(rc *graphql.OperationContext) bool {
 		}
 	}
 	return false
-}
-
-// busy answers a request that found no turn at the gate.
-func (run *runner) busy(w http.ResponseWriter, r *http.Request) {
-	if r.Context().Err() != nil {
-		return // the client left
-	}
-	w.Header().Set("Retry-After", "1")
-	writeErrors(w, http.StatusServiceUnavailable, gqlerror.List{busyError()})
 }
 
 func busyError() *gqlerror.Error {
@@ -313,34 +303,4 @@ func decodeJSON(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	return dec.Decode(v)
-}
-
-// acceptsGraphQLResponse reports whether the client asks for the
-// application/graphql-response+json media type, whose error statuses
-// follow the GraphQL-over-HTTP draft.
-func acceptsGraphQLResponse(accept string) bool {
-	for _, part := range strings.Split(accept, ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err == nil && mt == graphqlResponseJSON {
-			return true
-		}
-	}
-	return false
-}
-
-func badRequest(msg string) *gqlerror.Error {
-	return &gqlerror.Error{Message: msg, Extensions: map[string]any{"code": CodeBadUserInput}}
-}
-
-func writeErrors(w http.ResponseWriter, status int, errs gqlerror.List) {
-	w.WriteHeader(status)
-	writeJSON(w, &graphql.Response{Errors: errs})
-}
-
-func writeJSON(w io.Writer, resp *graphql.Response) {
-	b, err := json.Marshal(resp)
-	if err != nil {
-		b = []byte(`{"errors":[{"message":"response could not be encoded","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
-	}
-	_, _ = w.Write(b)
 }

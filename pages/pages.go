@@ -262,6 +262,7 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 	full := "tme:v1:resp:{" + r.Channel + "}:" + key
 	if s.hot != nil {
 		if e, ok := s.hot.GetIfPresent(full); ok && s.fresh(e) {
+			NoteRead(ctx, e.FetchedAt, false)
 			return e, nil
 		}
 	}
@@ -278,10 +279,15 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 		}
 		return cache.Entry{Value: b, FetchedAt: res.FetchedAt}, nil
 	})
-	if err == nil && s.hot != nil && !e.Stale && s.fresh(e) {
+	if err != nil {
+		NoteFailure(ctx, err)
+		return e, err
+	}
+	NoteRead(ctx, e.FetchedAt, e.Stale)
+	if s.hot != nil && !e.Stale && s.fresh(e) {
 		s.hot.Set(full, e)
 	}
-	return e, err
+	return e, nil
 }
 
 // fresh reports whether e is younger than the refresh point.
@@ -289,7 +295,8 @@ func (s *Service) fresh(e cache.Entry) bool {
 	return s.now().Sub(e.FetchedAt) < s.refresh
 }
 
-// get loads the page bytes for r through the cache and decodes them.
+// get loads the page bytes for r through the cache and decodes them,
+// noting the read in the context's Freshness collector.
 func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
 	switch r.Kind {
 	case parser.KindBody, parser.KindMore, parser.KindPreview:
@@ -311,12 +318,15 @@ func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
 		return cache.Entry{Value: b}, nil
 	})
 	if err != nil {
+		NoteFailure(ctx, err)
 		return Result{}, err
 	}
 	h, d := s.decode(ctx, r.Kind, e.Value)
 	if d.err != nil {
+		NoteFailure(ctx, d.err)
 		return Result{}, d.err
 	}
+	NoteRead(ctx, e.FetchedAt, e.Stale)
 	return Result{Page: d.page, Preview: d.preview, Hash: h, FetchedAt: e.FetchedAt, Stale: e.Stale, Parsed: &d.mem}, nil
 }
 

@@ -368,7 +368,9 @@ func TestAbuseREST(t *testing.T) {
 		{name: "TRACE a channel page", method: "TRACE", target: "/v1/body/" + demoChannel,
 			status: 405, code: server.CodeMethodNotAllowed, allow: "GET, HEAD"},
 		{name: "TRACE GraphQL", method: "TRACE", target: "/graphql",
-			status: 405, code: server.CodeMethodNotAllowed, allow: "GET, HEAD, POST"},
+			status: 405, allow: "GET, HEAD, POST", check: func(t *testing.T, a answer) {
+				wantGraphQLError(t, a.status, a.header, a.body, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+			}},
 		{name: "TRACE an unknown route", method: "TRACE", target: "/v1/nothing",
 			status: 404, code: server.CodeNotFound},
 		{name: "CONNECT to a host", raw: "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",

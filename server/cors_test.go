@@ -240,7 +240,8 @@ func TestCORSRefusals(t *testing.T) {
 }
 
 // Without CORS_ORIGINS no answer carries CORS headers, and OPTIONS, a
-// preflight or not, gets the JSON 405 like any method a route lacks.
+// preflight or not, gets the JSON 405 like any method a route lacks (in
+// GraphQL's error shape at /graphql).
 func TestCORSOff(t *testing.T) {
 	e, reached := corsEnv(t, nil)
 	for _, p := range []struct{ target, allow string }{
@@ -252,7 +253,11 @@ func TestCORSOff(t *testing.T) {
 			preflight(e, appOrigin, "POST", p.target, "content-type, x-request-id"),
 			e.send(http.MethodOptions, p.target, ""),
 		} {
-			wantError(t, rec, http.StatusMethodNotAllowed, server.CodeMethodNotAllowed)
+			if p.target == "/graphql" {
+				wantGraphQLError(t, rec.Code, rec.Header(), rec.Body.Bytes(), http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED")
+			} else {
+				wantError(t, rec, http.StatusMethodNotAllowed, server.CodeMethodNotAllowed)
+			}
 			if got := rec.Header().Get("Allow"); got != p.allow {
 				t.Errorf("OPTIONS %s: Allow %q, want %q", p.target, got, p.allow)
 			}

@@ -114,6 +114,10 @@ func (h *handler) recoverPanics(next http.Handler) http.Handler {
 func (h *handler) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > h.maxBody {
+			if h.isGraphQL(r) {
+				h.failGraphQL(w, r, http.StatusRequestEntityTooLarge, gqlCodeRequestTooLarge, tooLargeError(h.maxBody).Message)
+				return
+			}
 			h.fail(w, r, tooLargeError(h.maxBody))
 			return
 		}

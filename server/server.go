@@ -77,6 +77,7 @@ type handler struct {
 	now         func() time.Time
 	idPrefix    string
 	idSeq       atomic.Uint64
+	graphQL     bool // Config.GraphQL is mounted at graphQLPath
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -89,6 +90,7 @@ func New(cfg Config) http.Handler {
 		maxBody:     cfg.MaxRequestBytes,
 		concurrency: cfg.PreviewsConcurrency,
 		now:         cfg.Now,
+		graphQL:     cfg.GraphQL != nil,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -126,6 +128,10 @@ func New(cfg Config) http.Handler {
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
+		if h.isGraphQL(r) {
+			h.failGraphQL(w, r, http.StatusMethodNotAllowed, gqlCodeMethodNotAllowed, clip(r.Method)+" is not served at /graphql; send queries with GET or POST")
+			return
+		}
 		h.fail(w, r, apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: clip(r.Method) + " is not allowed here; allowed: " + strings.Join(allow, ", ")})
 	})
 
@@ -145,8 +151,8 @@ func New(cfg Config) http.Handler {
 	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
 	// OPTIONS is no exception: CORS preflights never reach the router.
 	if cfg.GraphQL != nil {
-		r.Get("/graphql", cfg.GraphQL.ServeHTTP)
-		r.Post("/graphql", cfg.GraphQL.ServeHTTP)
+		r.Get(graphQLPath, cfg.GraphQL.ServeHTTP)
+		r.Post(graphQLPath, cfg.GraphQL.ServeHTTP)
 	}
 	if cfg.Playground != nil {
 		r.Get("/", cfg.Playground.ServeHTTP)

@@ -51,6 +51,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store 
 		Timeout:              cfg.GraphQLTimeout,
 		MaxResponseBytes:     cfg.GraphQLMaxMB << 20,
 		MaxExpensive:         cfg.GraphQLMaxExpensive,
+		Refresh:              cfg.Refresh,
 		Logger:               log,
 	})
 	if err != nil {

@@ -1,0 +1,317 @@
+package graph
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/zeebo/xxh3"
+
+	"github.com/tmefeed/tmefeed/pages"
+)
+
+// The response media types of GraphQL over HTTP.
+const (
+	mediaJSON           = "application/json"
+	graphqlResponseJSON = "application/graphql-response+json"
+)
+
+// allowedMethods are the methods /graphql serves (HEAD as GET).
+const allowedMethods = "GET, HEAD, POST"
+
+// negotiate picks the response media type from an Accept header: the
+// GraphQL response type (strict) when the client names it and weighs it
+// at least as much as JSON, else JSON. A missing Accept, */* and
+// application/* mean JSON, as the GraphQL-over-HTTP draft asks of servers
+// so that clients that predate the new type keep their status codes. ok
+// is false when Accept rules both out.
+func negotiate(accept string) (strict, ok bool) {
+	if strings.TrimSpace(accept) == "" {
+		return false, true
+	}
+	gr, js, app, all := -1.0, -1.0, -1.0, -1.0
+	for part := range strings.SplitSeq(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, set := params["q"]; set {
+			if q, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		switch mt {
+		case graphqlResponseJSON:
+			gr = max(gr, q)
+		case mediaJSON:
+			js = max(js, q)
+		case "application/*":
+			app = max(app, q)
+		case "*/*":
+			all = max(all, q)
+		}
+	}
+	// The most specific range that covers JSON gives its weight.
+	if js < 0 {
+		js = app
+	}
+	if js < 0 {
+		js = all
+	}
+	switch {
+	case gr > 0 && gr >= js:
+		return true, true
+	case js > 0:
+		return false, true
+	}
+	return false, false
+}
+
+// front refuses, as GraphQL errors with a code, the requests no transport
+// serves: other methods (405), bodies not sent as JSON (415), an Accept
+// that allows neither JSON type (406), WebSocket upgrades (no
+// subscriptions exist). gqlgen would answer them 400 in plain text.
+type front struct {
+	next http.Handler
+}
+
+func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	strict, ok := negotiate(r.Header.Get("Accept"))
+	// Refusals are in JSON, the one type every client reads, when Accept
+	// allows neither type (as the draft allows).
+	a := &answer{w: w, r: r, strict: strict && ok}
+	switch r.Method {
+	case http.MethodGet, http.MethodPost:
+	case http.MethodHead:
+		// A GET whose body net/http leaves out.
+		r = r.WithContext(r.Context())
+		r.Method = http.MethodGet
+	default:
+		w.Header().Set("Allow", allowedMethods)
+		a.refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, clip(r.Method)+" is not served at /graphql; send queries with GET or POST")
+		return
+	}
+	if !ok {
+		a.refuse(http.StatusNotAcceptable, CodeNotAcceptable, "Accept allows neither "+graphqlResponseJSON+" nor "+mediaJSON+", the types of GraphQL answers")
+		return
+	}
+	if r.Header.Get("Upgrade") != "" {
+		a.refuse(http.StatusBadRequest, CodeBadRequest, "protocol upgrades (WebSocket) are not served: the schema has no subscriptions; send queries with GET or POST")
+		return
+	}
+	if r.Method == http.MethodPost {
+		if msg := unsupportedBody(r.Header); msg != "" {
+			w.Header().Set("Accept-Post", mediaJSON)
+			a.refuse(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, msg)
+			return
+		}
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+// unsupportedBody says what is wrong with how a POST body is sent, or "".
+func unsupportedBody(h http.Header) string {
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return "a POST needs Content-Type: " + mediaJSON + ` and a body {"query": "…"}`
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	switch {
+	case err != nil || mt != mediaJSON:
+		return "Content-Type " + clip(ct) + " is not served; send " + mediaJSON + ` with a body {"query": "…"}`
+	case params["charset"] != "" && !strings.EqualFold(params["charset"], "utf-8"):
+		return "charset " + clip(params["charset"]) + " is not served; send UTF-8"
+	}
+	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return "Content-Encoding " + clip(ce) + " is not served; send the body uncompressed"
+	}
+	return ""
+}
+
+// clip bounds a client-given value quoted in a message.
+func clip(s string) string {
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// answer writes one answer of the GraphQL endpoint, choosing its status,
+// media type and caching headers.
+type answer struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	strict bool             // application/graphql-response+json; else application/json
+	fresh  *pages.Freshness // the pages read, on GET only
+	run    *runner
+}
+
+func (a *answer) contentType() string {
+	if a.strict {
+		return graphqlResponseJSON + "; charset=utf-8"
+	}
+	return mediaJSON + "; charset=utf-8"
+}
+
+// header sets what every answer carries: the media type, and Vary since
+// that follows Accept.
+func (a *answer) header() http.Header {
+	h := a.w.Header()
+	h.Set("Content-Type", a.contentType())
+	h.Add("Vary", "Accept")
+	return h
+}
+
+// requestStatus is the status of an answer with no data: a document that
+// does not parse, is invalid, breaks a limit, names no operation, has
+// variables that do not fit, or a persisted query not known. JSON
+// answers them 200, as the GraphQL-over-HTTP draft requires for
+// application/json (clients of that type read errors from the body); the
+// GraphQL response type 400, since an answer without data must be 4xx.
+func (a *answer) requestStatus() int {
+	if a.strict {
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// requestErrors answers errors raised before execution: no data entry.
+// An error without a code is a malformed request (persisted-query
+// extensions gqlgen refuses).
+func (a *answer) requestErrors(errs gqlerror.List, ext map[string]any) {
+	status := a.requestStatus()
+	for _, e := range errs {
+		if e.Extensions["code"] == nil {
+			if e.Extensions == nil {
+				e.Extensions = map[string]any{}
+			}
+			e.Extensions["code"] = CodeBadRequest
+			status = http.StatusBadRequest
+		}
+	}
+	a.errors(status, errs, ext)
+}
+
+// refuse answers a request that is not a GraphQL request it can serve.
+func (a *answer) refuse(status int, code, msg string) {
+	a.errors(status, gqlerror.List{{Message: msg, Extensions: map[string]any{"code": code}}}, nil)
+}
+
+// getMutation refuses an operation other than a query sent with GET,
+// which must not change anything (GraphQL over HTTP: 405).
+func (a *answer) getMutation() {
+	a.w.Header().Set("Allow", http.MethodPost)
+	a.refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "GET requests only allow query operations; send mutations with POST")
+}
+
+// busy answers a request that found no turn at the gate.
+func (a *answer) busy() {
+	if a.r.Context().Err() != nil {
+		return // the client left
+	}
+	a.w.Header().Set("Retry-After", "1")
+	a.errors(http.StatusServiceUnavailable, gqlerror.List{busyError()}, nil)
+}
+
+// errorsBody is an answer with errors only: the GraphQL spec leaves the
+// data entry out when execution did not start.
+type errorsBody struct {
+	Errors     gqlerror.List  `json:"errors"`
+	Extensions map[string]any `json:"extensions,omitempty"`
+}
+
+func (a *answer) errors(status int, errs gqlerror.List, ext map[string]any) {
+	b, err := json.Marshal(errorsBody{Errors: errs, Extensions: ext})
+	if err != nil {
+		b = []byte(`{"errors":[{"message":"response could not be encoded","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
+	}
+	h := a.header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	a.w.WriteHeader(status)
+	_, _ = a.w.Write(b)
+}
+
+// data answers an executed operation, written as parts in order. A GET
+// answer without errors (clean) is cacheable for as long as the pages it
+// read stay fresh, with an ETag that If-None-Match can match.
+func (a *answer) data(parts [][]byte, clean bool) {
+	h := a.header()
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	secs, cacheable := 0, false
+	if a.fresh != nil && clean {
+		secs, cacheable = a.fresh.MaxAge(a.run.refresh, a.run.now())
+	}
+	if !cacheable {
+		h.Set("Cache-Control", "no-store")
+	} else {
+		etag := entityTag(a.contentType(), parts)
+		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(secs)+", stale-while-revalidate="+a.run.swr)
+		h.Set("ETag", etag)
+		if matches(a.r.Header.Get("If-None-Match"), etag) {
+			h.Del("Content-Type")
+			a.w.WriteHeader(http.StatusNotModified)
+			return
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(n))
+	a.w.WriteHeader(http.StatusOK)
+	for _, p := range parts {
+		if _, err := a.w.Write(p); err != nil {
+			return
+		}
+	}
+}
+
+// entityTag is a strong validator of an answer: a hash of its bytes and
+// media type, which together are the representation.
+func entityTag(contentType string, parts [][]byte) string {
+	h := xxh3.New()
+	_, _ = h.WriteString(contentType)
+	for _, p := range parts {
+		_, _ = h.Write(p)
+	}
+	sum := h.Sum128().Bytes()
+	return `"` + hex.EncodeToString(sum[:]) + `"`
+}
+
+// matches applies If-None-Match to etag: weak comparison, as RFC 9110
+// asks for this header.
+func matches(ifNoneMatch, etag string) bool {
+	if ifNoneMatch == "" {
+		return false
+	}
+	for tag := range strings.SplitSeq(ifNoneMatch, ",") {
+		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
+		if tag == "*" || tag == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// marshalResponse encodes an executed operation's answer.
+func marshalResponse(resp *graphql.Response) []byte {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return []byte(`{"data":null,"errors":[{"message":"response could not be encoded","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
+	}
+	return b
+}
+
+// codeForStatus is the code of a request the transport could not read.
+func codeForStatus(status int) string {
+	if status == http.StatusRequestEntityTooLarge || status == http.StatusRequestURITooLong {
+		return CodeRequestTooLarge
+	}
+	return CodeBadRequest
+}
