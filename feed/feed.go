@@ -67,11 +67,12 @@ type Config struct {
 	MaxFirst int
 	// Concurrency bounds the pages one build fetches at once (DefaultConcurrency).
 	Concurrency int
-	// Keep is the cache's refresh interval. A build is reused without
-	// looking at its pages until the oldest of them reaches this age, since
-	// no cached page changes before its refresh point. Zero keeps nothing:
-	// identical concurrent requests still share one build.
-	Keep time.Duration
+	// Refresh is the page cache's refresh interval. A build is reused
+	// without looking at its pages until the oldest of them reaches this
+	// age, since no cached page changes before its refresh point. Zero
+	// reuses nothing unchecked: identical concurrent requests still share
+	// one build.
+	Refresh time.Duration
 	// MaxAge bounds how long a build is reused while its pages come back
 	// unchanged, so that RANKED freshness does not freeze (DefaultMaxAge).
 	MaxAge time.Duration
@@ -499,7 +500,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	// previous build's, that build is reused as is, cursors included.
 	h := xxh3.New()
 	var buf [8]byte
-	validUntil := now.Add(s.cfg.Keep)
+	validUntil := now.Add(s.cfg.Refresh)
 	for i, name := range q.channels {
 		_, _ = h.WriteString(name)
 		if err := out[i].err; err != nil {
@@ -508,13 +509,13 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		}
 		binary.LittleEndian.PutUint64(buf[:], out[i].res.Hash)
 		_, _ = h.Write(buf[:])
-		if t := out[i].res.FetchedAt.Add(s.cfg.Keep); t.Before(validUntil) {
+		if t := out[i].res.FetchedAt.Add(s.cfg.Refresh); t.Before(validUntil) {
 			validUntil = t
 		}
 	}
 	sum := h.Sum64()
 	until := validUntil.UnixNano()
-	if s.cfg.Keep <= 0 {
+	if s.cfg.Refresh <= 0 {
 		until = 0 // never valid unchecked
 	}
 

@@ -91,9 +91,9 @@ func post(id int, hoursAgo float64, views int64) parser.Post {
 	}
 }
 
-func newService(t *testing.T, src PageSource, clk *clock, keep time.Duration) *Service {
+func newService(t *testing.T, src PageSource, clk *clock, refresh time.Duration) *Service {
 	t.Helper()
-	s, err := New(Config{Pages: src, Keep: keep, Now: clk.Now})
+	s, err := New(Config{Pages: src, Refresh: refresh, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestRenderedOncePerPage(t *testing.T) {
 	}
 }
 
-func TestKeepOffStillShares(t *testing.T) {
+func TestRefreshOffStillShares(t *testing.T) {
 	clk := &clock{now: base}
 	src := newFakePages(base)
 	src.set("alpha", 100, post(1, 1, 0))
@@ -445,7 +445,7 @@ func TestKeepOffStillShares(t *testing.T) {
 		}
 	}
 	if src.calls.Load() != 3 {
-		t.Errorf("with Keep 0 every request reads the pages: %d fetches, want 3", src.calls.Load())
+		t.Errorf("with Refresh 0 every request reads the pages: %d fetches, want 3", src.calls.Load())
 	}
 	if s.Builds() != 1 {
 		t.Errorf("unchanged pages are still not merged again: builds %d, want 1", s.Builds())
@@ -462,7 +462,7 @@ func TestBuildingPagesBoundsConcurrentBuilds(t *testing.T) {
 			src.set(fmt.Sprintf("chan%d", i), 100, post(1, 1, 10))
 		}
 		src.gate = make(chan struct{})
-		s, err := New(Config{Pages: src, Keep: time.Minute, Now: (&clock{now: base}).Now, BuildingPages: 4})
+		s, err := New(Config{Pages: src, Refresh: time.Minute, Now: (&clock{now: base}).Now, BuildingPages: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -499,7 +499,7 @@ func TestKeptBuildsChargedForTheirPages(t *testing.T) {
 	for i := range 3 {
 		src.set(fmt.Sprintf("chan%d", i), 100, post(1, 1, 10), post(2, 2, 10))
 	}
-	s, err := New(Config{Pages: src, Keep: time.Minute, Now: (&clock{now: base}).Now})
+	s, err := New(Config{Pages: src, Refresh: time.Minute, Now: (&clock{now: base}).Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -698,7 +698,7 @@ func TestCursorIsOpaqueAndSealed(t *testing.T) {
 	src, names := fiveChannels(t)
 	ctx := context.Background()
 	newKeyed := func(key string) *Service {
-		s, err := New(Config{Pages: src, Keep: time.Minute, Now: clk.Now, CursorKey: key})
+		s, err := New(Config{Pages: src, Refresh: time.Minute, Now: clk.Now, CursorKey: key})
 		if err != nil {
 			t.Fatal(err)
 		}
