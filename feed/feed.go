@@ -103,16 +103,19 @@ type Config struct {
 // Order is the order of a feed.
 type Order string
 
-// Orders.
+// Orders. Cursors carry an order's first byte, so those must differ.
 const (
 	Newest Order = "NEWEST"
 	Ranked Order = "RANKED"
 )
 
+// Orders lists every Order.
+func Orders() []Order { return []Order{Newest, Ranked} }
+
 // Filter keeps the posts matching every condition set. Within MediaKinds
 // and Hashtags any one value is enough.
 type Filter struct {
-	MediaKinds       []string  // parser.Media* kinds
+	MediaKinds       []parser.MediaKind
 	Hashtags         []string  // case-insensitive, with or without '#'
 	Query            string    // case-insensitive substring of text, poll or link preview
 	Since            time.Time // date >= Since
@@ -378,11 +381,11 @@ type query struct {
 
 func (s *Service) normalize(req Request) (query, error) {
 	var q query
-	switch req.Order {
-	case "", Ranked:
+	switch {
+	case req.Order == "":
 		q.order = Ranked
-	case Newest:
-		q.order = Newest
+	case slices.Contains(Orders(), req.Order):
+		q.order = req.Order
 	default:
 		return q, fmt.Errorf("%w: unknown order %q", pages.ErrBadRequest, req.Order)
 	}

@@ -176,7 +176,8 @@ func TestPagingWalksEveryPostOnce(t *testing.T) {
 		src.set(fmt.Sprintf("chan%d", c), 100, posts...)
 	}
 	s := newService(t, src, clk, time.Minute)
-	for _, order := range []Order{Newest, Ranked} {
+	// Every order: its cursors must name it.
+	for _, order := range Orders() {
 		req := Request{Channels: []string{"chan0", "chan1", "chan2", "chan3", "chan4"}, Order: order, First: 1000}
 		full, err := s.Feed(context.Background(), req)
 		if err != nil {
@@ -258,7 +259,7 @@ func TestFilters(t *testing.T) {
 		want []string
 	}{
 		{"none", Filter{}, []string{"alpha/1", "alpha/2", "alpha/3", "alpha/4", "alpha/5", "alpha/6"}},
-		{"mediaKinds", Filter{MediaKinds: []string{parser.MediaVideo, parser.MediaImage}}, []string{"alpha/1"}},
+		{"mediaKinds", Filter{MediaKinds: []parser.MediaKind{parser.MediaVideo, parser.MediaImage}}, []string{"alpha/1"}},
 		{"hashtags", Filter{Hashtags: []string{"#golang"}}, []string{"alpha/2"}},
 		{"hashtag mismatch", Filter{Hashtags: []string{"launch"}}, nil},
 		{"query", Filter{Query: "GOPHER"}, []string{"alpha/6"}},
@@ -313,7 +314,7 @@ func TestFailuresAndBadInput(t *testing.T) {
 		{Channels: []string{"alpha"}, First: 2001},
 		{Channels: []string{"alpha"}, First: 1, After: "not-a-cursor"},
 		{Channels: []string{"alpha"}, First: 1, After: p.Items[0].Cursor, Order: Newest}, // a RANKED cursor
-		{Channels: []string{"alpha"}, First: 1, Filter: Filter{MediaKinds: []string{"hologram"}}},
+		{Channels: []string{"alpha"}, First: 1, Filter: Filter{MediaKinds: []parser.MediaKind{"hologram"}}},
 		{Channels: []string{"alpha"}, First: 1, Filter: Filter{Since: base, Until: base.Add(-time.Hour)}},
 	} {
 		if _, err := s.Feed(context.Background(), req); !errors.Is(err, pages.ErrBadRequest) {
@@ -540,7 +541,7 @@ func TestBackwardPagingWalksEveryPostOnce(t *testing.T) {
 	src, names := fiveChannels(t)
 	s := newService(t, src, clk, time.Minute)
 	ctx := context.Background()
-	for _, order := range []Order{Newest, Ranked} {
+	for _, order := range Orders() {
 		full, err := s.Feed(ctx, Request{Channels: names, Order: order, First: 1000})
 		if err != nil {
 			t.Fatal(err)

@@ -117,54 +117,19 @@ type Text struct {
 	Entities []Entity `json:"entities,omitempty"`
 }
 
-// Entity kinds.
-const (
-	EntityBold          = "bold"
-	EntityItalic        = "italic"
-	EntityUnderline     = "underline"
-	EntityStrikethrough = "strikethrough"
-	EntitySpoiler       = "spoiler"
-	EntityCode          = "code"
-	EntityPre           = "pre"
-	EntityTextLink      = "text_link"
-	EntityURL           = "url"
-	EntityMention       = "mention"
-	EntityHashtag       = "hashtag"
-	EntityEmoji         = "emoji"
-	EntityCustomEmoji   = "custom_emoji"
-	EntityBlockquote    = "blockquote"
-	EntityCashtag       = "cashtag"
-)
-
 // Entity is one formatted span of a Text.
 type Entity struct {
-	Offset   int    `json:"offset"`
-	Length   int    `json:"length"`
-	Type     string `json:"type"`
-	URL      string `json:"url,omitempty"`
-	Language string `json:"language,omitempty"`
-	EmojiID  string `json:"emoji_id,omitempty"`
+	Offset   int        `json:"offset"`
+	Length   int        `json:"length"`
+	Type     EntityKind `json:"type"`
+	URL      string     `json:"url,omitempty"`
+	Language string     `json:"language,omitempty"`
+	EmojiID  string     `json:"emoji_id,omitempty"`
 }
-
-// Media kinds.
-const (
-	MediaImage      = "image"
-	MediaVideo      = "video"
-	MediaGIF        = "gif"
-	MediaVoice      = "voice"
-	MediaRoundVideo = "roundvideo"
-	MediaSticker    = "sticker"
-	MediaDocument   = "document"
-	MediaAudio      = "audio"
-	// MediaUnsupported stands for a post, or the part of one, that Telegram
-	// does not show on the web ("Please open Telegram to view this post");
-	// it is never available.
-	MediaUnsupported = "unsupported"
-)
 
 // Media is one attachment shown in the bubble.
 type Media struct {
-	Type      string    `json:"type"`
+	Type      MediaKind `json:"type"`
 	URL       string    `json:"url,omitempty"`
 	Thumb     string    `json:"thumb,omitempty"`
 	Waves     string    `json:"waves,omitempty"`
@@ -227,21 +192,14 @@ type PreviewLink struct {
 	Thumb       string `json:"thumb,omitempty"`
 }
 
-// Reaction kinds.
-const (
-	ReactEmoji       = "emoji"
-	ReactCustomEmoji = "custom_emoji"
-	ReactStars       = "telegram_stars"
-)
-
 // React is one reaction counter.
 type React struct {
-	Count      string `json:"count"`
-	CountValue int64  `json:"count_value"`
-	Type       string `json:"type"`
-	Emoji      string `json:"emoji,omitempty"`
-	EmojiID    string `json:"emoji_id,omitempty"`
-	EmojiImage string `json:"emoji_image,omitempty"`
+	Count      string       `json:"count"`
+	CountValue int64        `json:"count_value"`
+	Type       ReactionKind `json:"type"`
+	Emoji      string       `json:"emoji,omitempty"`
+	EmojiID    string       `json:"emoji_id,omitempty"`
+	EmojiImage string       `json:"emoji_image,omitempty"`
 }
 
 // Footer holds views, signature, edited mark and date.
