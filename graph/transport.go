@@ -118,7 +118,7 @@ func (run *runner) do(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	if run.fast != nil {
-		if parts, ok := run.fast.serve(ctx, rc); ok {
+		if parts, ok := run.fast.serve(ctx, exec, rc); ok {
 			n := 0
 			for _, p := range parts {
 				n += len(p)
