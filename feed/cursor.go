@@ -116,12 +116,12 @@ func (s *sealer) open(arg, c string, q query) (cursor, error) {
 	if !hmac.Equal(m.Sum(nil)[:tagSize], raw[:tagSize]) || p[0] != cursorVersion {
 		return out, notACursor(arg, c)
 	}
-	switch p[1] {
-	case 'N':
-		out.order = Newest
-	case 'R':
-		out.order = Ranked
-	default:
+	for _, o := range Orders() {
+		if o[0] == p[1] {
+			out.order = o
+		}
+	}
+	if out.order == "" {
 		return out, notACursor(arg, c)
 	}
 	out.binding = binary.LittleEndian.Uint64(p[2:])

@@ -67,11 +67,12 @@ type Config struct {
 	MaxFirst int
 	// Concurrency bounds the pages one build fetches at once (DefaultConcurrency).
 	Concurrency int
-	// Keep is the cache's refresh interval. A build is reused without
-	// looking at its pages until the oldest of them reaches this age, since
-	// no cached page changes before its refresh point. Zero keeps nothing:
-	// identical concurrent requests still share one build.
-	Keep time.Duration
+	// Refresh is the page cache's refresh interval. A build is reused
+	// without looking at its pages until the oldest of them reaches this
+	// age, since no cached page changes before its refresh point. Zero
+	// reuses nothing unchecked: identical concurrent requests still share
+	// one build.
+	Refresh time.Duration
 	// MaxAge bounds how long a build is reused while its pages come back
 	// unchanged, so that RANKED freshness does not freeze (DefaultMaxAge).
 	MaxAge time.Duration
@@ -102,16 +103,19 @@ type Config struct {
 // Order is the order of a feed.
 type Order string
 
-// Orders.
+// Orders. Cursors carry an order's first byte, so those must differ.
 const (
 	Newest Order = "NEWEST"
 	Ranked Order = "RANKED"
 )
 
+// Orders lists every Order.
+func Orders() []Order { return []Order{Newest, Ranked} }
+
 // Filter keeps the posts matching every condition set. Within MediaKinds
 // and Hashtags any one value is enough.
 type Filter struct {
-	MediaKinds       []string  // parser.Media* kinds
+	MediaKinds       []parser.MediaKind
 	Hashtags         []string  // case-insensitive, with or without '#'
 	Query            string    // case-insensitive substring of text, poll or link preview
 	Since            time.Time // date >= Since
@@ -394,11 +398,11 @@ type query struct {
 
 func (s *Service) normalize(req Request) (query, error) {
 	var q query
-	switch req.Order {
-	case "", Ranked:
+	switch {
+	case req.Order == "":
 		q.order = Ranked
-	case Newest:
-		q.order = Newest
+	case slices.Contains(Orders(), req.Order):
+		q.order = req.Order
 	default:
 		return q, fmt.Errorf("%w: unknown order %q", pages.ErrBadRequest, req.Order)
 	}
@@ -522,7 +526,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	// previous build's, that build is reused as is, cursors included.
 	h := xxh3.New()
 	var buf [8]byte
-	validUntil := now.Add(s.cfg.Keep)
+	validUntil := now.Add(s.cfg.Refresh)
 	var fr pageAge
 	read := false
 	for i, name := range q.channels {
@@ -533,7 +537,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		}
 		binary.LittleEndian.PutUint64(buf[:], out[i].res.Hash)
 		_, _ = h.Write(buf[:])
-		if t := out[i].res.FetchedAt.Add(s.cfg.Keep); t.Before(validUntil) {
+		if t := out[i].res.FetchedAt.Add(s.cfg.Refresh); t.Before(validUntil) {
 			validUntil = t
 		}
 		if !read || out[i].res.FetchedAt.Before(fr.oldest) {
@@ -544,7 +548,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	}
 	sum := h.Sum64()
 	until := validUntil.UnixNano()
-	if s.cfg.Keep <= 0 {
+	if s.cfg.Refresh <= 0 {
 		until = 0 // never valid unchecked
 	}
 

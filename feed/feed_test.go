@@ -91,9 +91,9 @@ func post(id int, hoursAgo float64, views int64) parser.Post {
 	}
 }
 
-func newService(t *testing.T, src PageSource, clk *clock, keep time.Duration) *Service {
+func newService(t *testing.T, src PageSource, clk *clock, refresh time.Duration) *Service {
 	t.Helper()
-	s, err := New(Config{Pages: src, Keep: keep, Now: clk.Now})
+	s, err := New(Config{Pages: src, Refresh: refresh, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,8 @@ func TestPagingWalksEveryPostOnce(t *testing.T) {
 		src.set(fmt.Sprintf("chan%d", c), 100, posts...)
 	}
 	s := newService(t, src, clk, time.Minute)
-	for _, order := range []Order{Newest, Ranked} {
+	// Every order: its cursors must name it.
+	for _, order := range Orders() {
 		req := Request{Channels: []string{"chan0", "chan1", "chan2", "chan3", "chan4"}, Order: order, First: 1000}
 		full, err := s.Feed(context.Background(), req)
 		if err != nil {
@@ -258,7 +259,7 @@ func TestFilters(t *testing.T) {
 		want []string
 	}{
 		{"none", Filter{}, []string{"alpha/1", "alpha/2", "alpha/3", "alpha/4", "alpha/5", "alpha/6"}},
-		{"mediaKinds", Filter{MediaKinds: []string{parser.MediaVideo, parser.MediaImage}}, []string{"alpha/1"}},
+		{"mediaKinds", Filter{MediaKinds: []parser.MediaKind{parser.MediaVideo, parser.MediaImage}}, []string{"alpha/1"}},
 		{"hashtags", Filter{Hashtags: []string{"#golang"}}, []string{"alpha/2"}},
 		{"hashtag mismatch", Filter{Hashtags: []string{"launch"}}, nil},
 		{"query", Filter{Query: "GOPHER"}, []string{"alpha/6"}},
@@ -313,7 +314,7 @@ func TestFailuresAndBadInput(t *testing.T) {
 		{Channels: []string{"alpha"}, First: 2001},
 		{Channels: []string{"alpha"}, First: 1, After: "not-a-cursor"},
 		{Channels: []string{"alpha"}, First: 1, After: p.Items[0].Cursor, Order: Newest}, // a RANKED cursor
-		{Channels: []string{"alpha"}, First: 1, Filter: Filter{MediaKinds: []string{"hologram"}}},
+		{Channels: []string{"alpha"}, First: 1, Filter: Filter{MediaKinds: []parser.MediaKind{"hologram"}}},
 		{Channels: []string{"alpha"}, First: 1, Filter: Filter{Since: base, Until: base.Add(-time.Hour)}},
 	} {
 		if _, err := s.Feed(context.Background(), req); !errors.Is(err, pages.ErrBadRequest) {
@@ -434,7 +435,7 @@ func TestRenderedOncePerPage(t *testing.T) {
 	}
 }
 
-func TestKeepOffStillShares(t *testing.T) {
+func TestRefreshOffStillShares(t *testing.T) {
 	clk := &clock{now: base}
 	src := newFakePages(base)
 	src.set("alpha", 100, post(1, 1, 0))
@@ -445,7 +446,7 @@ func TestKeepOffStillShares(t *testing.T) {
 		}
 	}
 	if src.calls.Load() != 3 {
-		t.Errorf("with Keep 0 every request reads the pages: %d fetches, want 3", src.calls.Load())
+		t.Errorf("with Refresh 0 every request reads the pages: %d fetches, want 3", src.calls.Load())
 	}
 	if s.Builds() != 1 {
 		t.Errorf("unchanged pages are still not merged again: builds %d, want 1", s.Builds())
@@ -462,7 +463,7 @@ func TestBuildingPagesBoundsConcurrentBuilds(t *testing.T) {
 			src.set(fmt.Sprintf("chan%d", i), 100, post(1, 1, 10))
 		}
 		src.gate = make(chan struct{})
-		s, err := New(Config{Pages: src, Keep: time.Minute, Now: (&clock{now: base}).Now, BuildingPages: 4})
+		s, err := New(Config{Pages: src, Refresh: time.Minute, Now: (&clock{now: base}).Now, BuildingPages: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -499,7 +500,7 @@ func TestKeptBuildsChargedForTheirPages(t *testing.T) {
 	for i := range 3 {
 		src.set(fmt.Sprintf("chan%d", i), 100, post(1, 1, 10), post(2, 2, 10))
 	}
-	s, err := New(Config{Pages: src, Keep: time.Minute, Now: (&clock{now: base}).Now})
+	s, err := New(Config{Pages: src, Refresh: time.Minute, Now: (&clock{now: base}).Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,7 +541,7 @@ func TestBackwardPagingWalksEveryPostOnce(t *testing.T) {
 	src, names := fiveChannels(t)
 	s := newService(t, src, clk, time.Minute)
 	ctx := context.Background()
-	for _, order := range []Order{Newest, Ranked} {
+	for _, order := range Orders() {
 		full, err := s.Feed(ctx, Request{Channels: names, Order: order, First: 1000})
 		if err != nil {
 			t.Fatal(err)
@@ -698,7 +699,7 @@ func TestCursorIsOpaqueAndSealed(t *testing.T) {
 	src, names := fiveChannels(t)
 	ctx := context.Background()
 	newKeyed := func(key string) *Service {
-		s, err := New(Config{Pages: src, Keep: time.Minute, Now: clk.Now, CursorKey: key})
+		s, err := New(Config{Pages: src, Refresh: time.Minute, Now: clk.Now, CursorKey: key})
 		if err != nil {
 			t.Fatal(err)
 		}

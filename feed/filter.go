@@ -14,7 +14,7 @@ import (
 // filter is a validated Filter with a canonical key.
 type filter struct {
 	Filter
-	media    map[string]bool
+	media    map[parser.MediaKind]bool
 	hashtags []string // lower case, without '#'
 	query    string   // lower case
 	key      string   // the same for filters that keep the same posts
@@ -33,18 +33,15 @@ func newFilter(f Filter) (filter, error) {
 	}
 	var kinds []string
 	for _, k := range f.MediaKinds {
-		switch k {
-		case parser.MediaImage, parser.MediaVideo, parser.MediaGIF, parser.MediaVoice,
-			parser.MediaRoundVideo, parser.MediaSticker, parser.MediaDocument, parser.MediaAudio, parser.MediaUnsupported:
-		default:
+		if !slices.Contains(parser.MediaKinds(), k) {
 			return out, fmt.Errorf("%w: unknown media kind %q", pages.ErrBadRequest, k)
 		}
 		if out.media == nil {
-			out.media = make(map[string]bool)
+			out.media = make(map[parser.MediaKind]bool)
 		}
 		if !out.media[k] {
 			out.media[k] = true
-			kinds = append(kinds, k)
+			kinds = append(kinds, string(k))
 		}
 	}
 	for _, t := range f.Hashtags {

@@ -51,7 +51,7 @@ func newStack(t *testing.T, parsedBytes, keptBytes, renderedBytes int64) *stack 
 	}
 	t.Cleanup(func() { mem.Close() })
 	ps := pages.New(pages.Config{Cache: mem, Origin: variedOrigin{page: page}, ParsedBytes: parsedBytes})
-	fs, err := feed.New(feed.Config{Pages: ps, Keep: time.Hour, KeptBytes: keptBytes, RenderedBytes: renderedBytes})
+	fs, err := feed.New(feed.Config{Pages: ps, Refresh: time.Hour, KeptBytes: keptBytes, RenderedBytes: renderedBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/pages"
-	"github.com/tmefeed/tmefeed/parser"
 )
 
 // channelName validates a username given with or without '@'.
@@ -34,11 +33,19 @@ func feedRequest(channels []string, first *int, after *string, last *int, before
 		req.Before = *before
 	}
 	if order != nil {
-		req.Order = feed.Order(*order)
+		o, err := model.FeedOrderOf(*order)
+		if err != nil {
+			return req, err
+		}
+		req.Order = o
 	}
 	if f := filter; f != nil {
 		for _, k := range f.MediaKinds {
-			req.Filter.MediaKinds = append(req.Filter.MediaKinds, parserMediaKind(k))
+			mk, err := model.ParserMediaKind(k)
+			if err != nil {
+				return req, err
+			}
+			req.Filter.MediaKinds = append(req.Filter.MediaKinds, mk)
 		}
 		req.Filter.Hashtags = f.Hashtags
 		if f.Query != nil {
@@ -67,13 +74,6 @@ func feedPageSize(first, last *int) int {
 		return *last
 	}
 	return feed.DefaultFirst
-}
-
-func parserMediaKind(k model.MediaKind) string {
-	if k == model.MediaKindRoundVideo {
-		return parser.MediaRoundVideo
-	}
-	return strings.ToLower(string(k))
 }
 
 // feedConnection adapts a feed page to the schema.

@@ -60,12 +60,12 @@ type feedBench struct {
 }
 
 func newFeedBench(b *testing.B) *feedBench {
-	return newFeedBenchKeep(b, 0)
+	return newFeedBenchRefresh(b, 0)
 }
 
-func newFeedBenchKeep(b *testing.B, keep time.Duration) *feedBench {
+func newFeedBenchRefresh(b *testing.B, refresh time.Duration) *feedBench {
 	b.Helper()
-	e := newEnv(b, envOptions{synthetic: 100, syntheticSource: "tmefeed_news", feedKeep: keep})
+	e := newEnv(b, envOptions{synthetic: 100, syntheticSource: "tmefeed_news", feedRefresh: refresh})
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = fmt.Sprintf("loadchan%03d", i+1)
@@ -170,7 +170,7 @@ func (fb *feedBench) handler(b *testing.B, noFastPath bool, ps *pages.Service) h
 	if ps == nil {
 		ps = fb.env.pages
 	}
-	fs, err := feed.New(feed.Config{Pages: ps, Keep: time.Hour})
+	fs, err := feed.New(feed.Config{Pages: ps, Refresh: time.Hour})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func BenchmarkFeed100RESTRebuild(b *testing.B) {
 // from the cache again and hashed, and the kept build and its rendered
 // bytes are reused.
 func BenchmarkFeed100GraphQLRecheck(b *testing.B) {
-	fb := newFeedBenchKeep(b, time.Nanosecond)
+	fb := newFeedBenchRefresh(b, time.Nanosecond)
 	benchWarm(b, fb.env.srv.Config.Handler, "/graphql", fb.gqlBody)
 	if fb.env.feed.Builds() != 1 {
 		b.Fatalf("builds = %d, want 1", fb.env.feed.Builds())

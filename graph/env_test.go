@@ -45,7 +45,7 @@ type envOptions struct {
 	maxDepth        int
 	corsOrigins     []string
 	shared          cache.Cache // another replica's cache
-	feedKeep        time.Duration
+	feedRefresh     time.Duration
 	timeout         time.Duration
 	maxExpensive    int
 	onParse         func(query string) // see graph.SetParseHook
@@ -77,11 +77,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 		store = mem
 	}
 	ps := pages.New(pages.Config{Cache: store, Origin: client, ParsedBytes: 64 << 20})
-	keep := o.feedKeep
-	if keep == 0 {
-		keep = time.Hour
+	refresh := o.feedRefresh
+	if refresh == 0 {
+		refresh = time.Hour
 	}
-	fs, err := feed.New(feed.Config{Pages: ps, Keep: keep, Now: o.now})
+	fs, err := feed.New(feed.Config{Pages: ps, Refresh: refresh, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,9 @@
 package graph
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"runtime"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -17,161 +13,129 @@ import (
 )
 
 // fastPath answers queries whose root fields are only feed (and
-// __typename) from rendered bytes. gqlgen marshals every list with a
-// goroutine per element and then buffers and re-encodes the whole
-// response, which dominates a 2,000-post feed. Here each feed page is
-// rendered once per selection — the connection by hand, every edge with
-// gqlgen's own generated marshalers, in chunks spread over the CPUs — and
-// kept beside the feed build: a repeated query is a write of kept bytes.
-// The schema and the JSON are the same as on the regular path
-// (TestFastPathMatchesExecutor checks it, also after regenerating);
-// anything unusual (errors, @defer, fields that fetch more pages) falls
-// back to the executor.
+// __typename) from kept bytes. gqlgen marshals every list with a goroutine
+// per element and buffers the whole response, about a hundred tokenizer
+// passes for a 2,000-post feed; but a feed build serves many requests, so
+// its answer is rendered once by the regular executor and kept beside the
+// build (feed.Service.Rendered) under the pages it shows and the
+// selection: a repeated query is a write of kept bytes, and concurrent
+// identical ones share one render. Only gqlgen's exported API is used
+// (TestNoCallsIntoGeneratedInternals), so regenerating or upgrading gqlgen
+// cannot break it at run time; anything unusual (errors, @defer, fields
+// that fetch more pages) is left to the executor.
 type fastPath struct {
-	es      *executableSchema
-	feed    *feed.Service
-	present graphql.ErrorPresenterFunc
+	feed *feed.Service
 }
 
 // errFallBack: the regular executor must answer this operation.
 var errFallBack = errors.New("graph: not served by the fast path")
 
-// serve returns the response as segments to be written in order, so the
-// rendered bytes are written as they are kept, not copied.
-func (f *fastPath) serve(ctx context.Context, rc *graphql.OperationContext) ([][]byte, bool) {
+// serve returns the response as segments to be written in order.
+func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *graphql.OperationContext) ([][]byte, bool) {
 	op := rc.Operation
 	if op == nil || op.Operation != ast.Query {
 		return nil, false
 	}
-	fields := graphql.CollectFields(rc, op.SelectionSet, []string{"Query"})
-	if len(fields) == 0 {
-		return nil, false
-	}
-	for _, fld := range fields {
-		if (fld.Name != "feed" && fld.Name != "__typename") || fld.IsDeferred() {
+	// The key names everything the answer depends on besides the first
+	// page, which Rendered adds: each root field's response key and
+	// selection, and the other feed pages.
+	var key strings.Builder
+	key.WriteString("graphql\x00")
+	var first *feed.Page
+	pages := make(map[string]*feed.Page)
+	for _, fld := range graphql.CollectFields(rc, op.SelectionSet, []string{"Query"}) {
+		if fld.IsDeferred() {
 			return nil, false
 		}
-	}
-	out := make([][]byte, 0, 2*len(fields)+1)
-	sep := `{"data":{`
-	for _, fld := range fields {
-		key := sep + `"` + fld.Alias + `":`
-		sep = ","
-		if fld.Name == "__typename" {
-			out = append(out, []byte(key+`"Query"`))
-			continue
-		}
-		b, err := f.feedField(ctx, rc, fld)
-		if err != nil {
-			return nil, false
-		}
-		out = append(out, []byte(key), b)
-	}
-	return append(out, []byte(`}}`)), true
-}
-
-func (f *fastPath) feedField(ctx context.Context, rc *graphql.OperationContext, fld graphql.CollectedField) ([]byte, error) {
-	var sig strings.Builder
-	if !signature(&sig, rc, fld.Selections, "FeedConnection") {
-		return nil, errFallBack
-	}
-	ec := newExecutionContext(rc, f.es, nil)
-	args, err := ec.field_Query_feed_args(ctx, fld.ArgumentMap(rc.Variables))
-	if err != nil {
-		return nil, err
-	}
-	req, err := feedRequest(args["channels"].([]string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["order"].(*model.FeedOrder), args["filter"].(*model.FeedFilter))
-	if err != nil {
-		return nil, err
-	}
-	p, err := f.feed.Feed(ctx, req)
-	if err != nil {
-		return nil, err // the regular path reports it
-	}
-	return f.feed.Rendered(p, "graphql\x00"+sig.String(), func() ([]byte, error) {
-		return f.render(ctx, ec, fld.Selections, p)
-	})
-}
-
-// render writes a FeedConnection for page p: the connection by hand, each
-// object in it with the generated marshalers, one after another.
-func (f *fastPath) render(ctx context.Context, ec *executionContext, sel ast.SelectionSet, p *feed.Page) ([]byte, error) {
-	ctx = graphql.WithResponseContext(ctx, f.present, graphql.DefaultRecover)
-	var buf bytes.Buffer
-	buf.Grow(1024 + 1024*len(p.Items))
-	buf.WriteByte('{')
-	for i, fld := range graphql.CollectFields(ec.OperationContext, sel, []string{"FeedConnection"}) {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		writeKey(&buf, fld.Alias)
+		key.WriteString(fld.Alias)
+		key.WriteByte(':')
+		key.WriteString(fld.Name)
 		switch fld.Name {
 		case "__typename":
-			buf.WriteString(`"FeedConnection"`)
-		case "totalCount":
-			buf.WriteString(strconv.Itoa(p.TotalCount))
-		case "pageInfo":
-			ec._PageInfo(ctx, fld.Selections, feedPageInfo(p)).MarshalGQL(&buf)
-		case "edges":
-			buf.WriteByte('[')
-			for j, chunk := range renderEdges(ctx, ec, fld.Selections, p.Items) {
-				if j > 0 {
-					buf.WriteByte(',')
-				}
-				buf.Write(chunk)
+		case "feed":
+			if !signature(&key, rc, fld.Selections, "FeedConnection") {
+				return nil, false
 			}
-			buf.WriteByte(']')
-		case "failedChannels":
-			buf.WriteByte('[')
-			for j, fc := range failedChannels(p) {
-				if j > 0 {
-					buf.WriteByte(',')
-				}
-				ec._FailedChannel(ctx, fld.Selections, fc).MarshalGQL(&buf)
+			req, err := feedArgs(ctx, rc, fld)
+			if err != nil {
+				return nil, false // the executor reports it
 			}
-			buf.WriteByte(']')
+			p, err := f.feed.Feed(ctx, req)
+			if err != nil {
+				return nil, false
+			}
+			if first == nil {
+				first = p
+			} else {
+				key.WriteString("@" + p.Key)
+			}
+			pages[fld.Alias] = p
 		default:
-			return nil, errFallBack
+			return nil, false
 		}
+		key.WriteByte(',')
 	}
-	buf.WriteByte('}')
-	if len(graphql.GetErrors(ctx)) > 0 {
-		return nil, errFallBack
+	if first == nil {
+		return nil, false
 	}
-	return buf.Bytes(), nil
+	b, err := f.feed.Rendered(first, key.String(), func() ([]byte, error) {
+		return render(withFeedPages(ctx, pages), exec, rc)
+	})
+	if err != nil {
+		return nil, false
+	}
+	return [][]byte{b}, true
 }
 
-// edgeChunk is the fewest edges worth a goroutine of their own.
-const edgeChunk = 128
+// render runs the operation through the executor and returns its answer,
+// if it is one worth keeping: data alone, no errors.
+func render(ctx context.Context, exec graphql.GraphExecutor, rc *graphql.OperationContext) ([]byte, error) {
+	responses, ctx := exec.DispatchOperation(ctx, rc)
+	resp := responses(ctx)
+	if resp == nil || len(resp.Errors) > 0 || len(resp.Extensions) > 0 || resp.Data == nil || ctx.Err() != nil {
+		return nil, errFallBack
+	}
+	b := make([]byte, 0, len(`{"data":}`)+len(resp.Data))
+	b = append(b, `{"data":`...)
+	b = append(b, resp.Data...)
+	return append(b, '}'), nil
+}
 
-// renderEdges renders the edges of items in chunks spread over the CPUs;
-// each chunk is the comma-separated JSON of its edges.
-func renderEdges(ctx context.Context, ec *executionContext, sel ast.SelectionSet, items []feed.Item) [][]byte {
-	if len(items) == 0 {
-		return nil
+// feedArgs decodes the arguments of a feed field as the executor does.
+// gqlgen's exported complexity hook is where generated code hands a
+// field's decoded, typed arguments to a function of ours; its signature
+// follows the schema, so an argument change fails to compile here rather
+// than at run time.
+func feedArgs(ctx context.Context, rc *graphql.OperationContext, fld graphql.CollectedField) (feed.Request, error) {
+	var req feed.Request
+	err := errFallBack // stays when the arguments do not decode
+	var c ComplexityRoot
+	c.Query.Feed = func(_ int, channels []string, first *int, after *string, last *int, before *string, order *model.FeedOrder, filter *model.FeedFilter) int {
+		req, err = feedRequest(channels, first, after, last, before, order, filter)
+		return 0
 	}
-	size := max(edgeChunk, (len(items)+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0))
-	chunks := make([][]byte, (len(items)+size-1)/size)
-	var wg sync.WaitGroup
-	for c := range chunks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			part := items[c*size : min((c+1)*size, len(items))]
-			var buf bytes.Buffer
-			buf.Grow(1024 * len(part))
-			for j := range part {
-				if j > 0 {
-					buf.WriteByte(',')
-				}
-				it := &part[j]
-				ec._FeedEdge(ctx, sel, &model.FeedEdge{Cursor: it.Cursor, Node: model.ItemOf(it)}).MarshalGQL(&buf)
-			}
-			chunks[c] = buf.Bytes()
-		}()
+	NewExecutableSchema(Config{Complexity: c}).Complexity(ctx, "Query", "feed", 0, fld.ArgumentMap(rc.Variables))
+	return req, err
+}
+
+type feedPagesKey struct{}
+
+// withFeedPages gives the executor the pages the fast path fetched, by
+// response key, so that the bytes kept under a page's key are that page's
+// even when the feed is rebuilt meanwhile.
+func withFeedPages(ctx context.Context, pages map[string]*feed.Page) context.Context {
+	return context.WithValue(ctx, feedPagesKey{}, pages)
+}
+
+// feedPage returns the page for the feed field being resolved: the one the
+// fast path fetched, else a fresh one.
+func (r *Resolver) feedPage(ctx context.Context, req feed.Request) (*feed.Page, error) {
+	if pages, ok := ctx.Value(feedPagesKey{}).(map[string]*feed.Page); ok {
+		if fc := graphql.GetFieldContext(ctx); fc != nil && pages[fc.Field.Alias] != nil {
+			return pages[fc.Field.Alias], nil
+		}
 	}
-	wg.Wait()
-	return chunks
+	return r.feed.Feed(ctx, req)
 }
 
 // signature writes a key for a selection set on type typ, fragments and
@@ -196,11 +160,4 @@ func signature(b *strings.Builder, rc *graphql.OperationContext, sel ast.Selecti
 	}
 	b.WriteByte('}')
 	return true
-}
-
-// writeKey writes a response key; GraphQL names need no escaping.
-func writeKey(buf *bytes.Buffer, name string) {
-	buf.WriteByte('"')
-	buf.WriteString(name)
-	buf.WriteString(`":`)
 }

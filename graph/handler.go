@@ -147,7 +147,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 
 	var fast *fastPath
 	if !cfg.DisableFastPath {
-		fast = &fastPath{es: es.(*executableSchema), feed: cfg.Feed, present: present}
+		fast = &fastPath{feed: cfg.Feed}
 	}
 	stores := cfg.Stores
 	if stores == nil {

@@ -89,7 +89,7 @@ func (r *queryResolver) Feed(ctx context.Context, channels []string, first *int,
 	if err != nil {
 		return nil, err
 	}
-	p, err := r.feed.Feed(ctx, req)
+	p, err := r.feedPage(ctx, req)
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor
 		return
 	}
 	if run.fast != nil {
-		if parts, ok := run.fast.serve(ctx, rc); ok {
+		if parts, ok := run.fast.serve(ctx, exec, rc); ok {
 			n := 0
 			for _, p := range parts {
 				n += len(p)

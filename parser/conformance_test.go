@@ -118,7 +118,7 @@ type cfPost struct {
 }
 
 type cfMedia struct {
-	kind        string
+	kind        MediaKind
 	dur         string // "" = no duration shown
 	raw         int
 	title       string
@@ -130,7 +130,7 @@ type cfMedia struct {
 }
 
 type cfReact struct {
-	typ   string
+	typ   ReactionKind
 	emoji string
 	id    string
 	count string
@@ -1475,8 +1475,7 @@ func cfPostInvariants(t *testing.T, where string, p *Post) {
 		t.Errorf("%s: Service.Type = %q, not one of the documented types", where, s.Type)
 	}
 	for i, m := range p.Content.Media {
-		if !slices.Contains([]string{MediaImage, MediaVideo, MediaGIF, MediaVoice, MediaRoundVideo, MediaSticker,
-			MediaDocument, MediaAudio}, m.Type) {
+		if m.Type == MediaUnsupported || !slices.Contains(MediaKinds(), m.Type) {
 			t.Errorf("%s: Media[%d].Type = %q", where, i, m.Type)
 		}
 		for _, u := range []string{m.URL, m.Thumb} {
@@ -1677,16 +1676,16 @@ func cfIDs(ps []Post) []int {
 	return ids
 }
 
-func cfKinds(ms []Media) []string {
-	k := make([]string, len(ms))
+func cfKinds(ms []Media) []MediaKind {
+	k := make([]MediaKind, len(ms))
 	for i, m := range ms {
 		k[i] = m.Type
 	}
 	return k
 }
 
-func cfWantKinds(ms []cfMedia) []string {
-	k := make([]string, len(ms))
+func cfWantKinds(ms []cfMedia) []MediaKind {
+	k := make([]MediaKind, len(ms))
 	for i, m := range ms {
 		k[i] = m.kind
 	}

@@ -426,7 +426,7 @@ func appendEntity(b []byte, e *Entity) []byte {
 	w := openObject(b)
 	w.int("offset", int64(e.Offset))
 	w.int("length", int64(e.Length))
-	w.str("type", e.Type)
+	w.str("type", string(e.Type))
 	w.opt("url", e.URL)
 	w.opt("language", e.Language)
 	w.extra("emoji_id", e.EmojiID)
@@ -441,7 +441,7 @@ func (m Media) MarshalJSON() ([]byte, error) {
 
 func appendMedia(b []byte, m *Media) []byte {
 	w := openObject(b)
-	w.str("type", m.Type)
+	w.str("type", string(m.Type))
 	w.opt("url", m.URL)
 	w.opt("thumb", m.Thumb)
 	w.opt("waves", m.Waves)
@@ -534,7 +534,7 @@ func appendReact(b []byte, r *React) []byte {
 	w := openObject(b)
 	w.str("count", r.Count)
 	w.int("count_value", r.CountValue)
-	w.str("type", r.Type)
+	w.str("type", string(r.Type))
 	emoji := r.Emoji
 	if emoji == "" && r.Type == ReactStars {
 		emoji = starEmoji

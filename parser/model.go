@@ -121,54 +121,19 @@ type Text struct {
 	Entities []Entity `json:"entities"`
 }
 
-// Entity kinds.
-const (
-	EntityBold          = "bold"
-	EntityItalic        = "italic"
-	EntityUnderline     = "underline"
-	EntityStrikethrough = "strikethrough"
-	EntitySpoiler       = "spoiler"
-	EntityCode          = "code"
-	EntityPre           = "pre"
-	EntityTextLink      = "text_link"
-	EntityURL           = "url"
-	EntityMention       = "mention"
-	EntityHashtag       = "hashtag"
-	EntityEmoji         = "emoji"
-	EntityCustomEmoji   = "custom_emoji"
-	EntityBlockquote    = "blockquote"
-	EntityCashtag       = "cashtag"
-)
-
 // Entity is one formatted span of a Text.
 type Entity struct {
-	Offset   int    `json:"offset"`
-	Length   int    `json:"length"`
-	Type     string `json:"type"`
-	URL      string `json:"url"`
-	Language string `json:"language"`
-	EmojiID  string `json:"emoji_id,omitempty"`
+	Offset   int        `json:"offset"`
+	Length   int        `json:"length"`
+	Type     EntityKind `json:"type"`
+	URL      string     `json:"url"`
+	Language string     `json:"language"`
+	EmojiID  string     `json:"emoji_id,omitempty"`
 }
-
-// Media kinds.
-const (
-	MediaImage      = "image"
-	MediaVideo      = "video"
-	MediaGIF        = "gif"
-	MediaVoice      = "voice"
-	MediaRoundVideo = "roundvideo"
-	MediaSticker    = "sticker"
-	MediaDocument   = "document"
-	MediaAudio      = "audio"
-	// MediaUnsupported stands for a post, or the part of one, that Telegram
-	// does not show on the web ("Please open Telegram to view this post");
-	// it is never available.
-	MediaUnsupported = "unsupported"
-)
 
 // Media is one attachment shown in the bubble.
 type Media struct {
-	Type      string    `json:"type"`
+	Type      MediaKind `json:"type"`
 	URL       string    `json:"url"`
 	Thumb     string    `json:"thumb"`
 	Waves     string    `json:"waves"`
@@ -231,21 +196,14 @@ type PreviewLink struct {
 	Thumb       string `json:"thumb"`
 }
 
-// Reaction kinds.
-const (
-	ReactEmoji       = "emoji"
-	ReactCustomEmoji = "custom_emoji"
-	ReactStars       = "telegram_stars"
-)
-
 // React is one reaction counter.
 type React struct {
-	Count      string `json:"count"`
-	CountValue int64  `json:"count_value"`
-	Type       string `json:"type"`
-	Emoji      string `json:"emoji"` // written as "⭐" for Telegram Stars
-	EmojiID    string `json:"emoji_id"`
-	EmojiImage string `json:"emoji_image"`
+	Count      string       `json:"count"`
+	CountValue int64        `json:"count_value"`
+	Type       ReactionKind `json:"type"`
+	Emoji      string       `json:"emoji"` // written as "⭐" for Telegram Stars
+	EmojiID    string       `json:"emoji_id"`
+	EmojiImage string       `json:"emoji_image"`
 }
 
 // Footer holds views, signature, edited mark and date.

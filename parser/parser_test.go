@@ -247,7 +247,7 @@ func TestEntitiesCountUTF16(t *testing.T) {
 	if text.String != wantPlain {
 		t.Fatalf("plain text:\n got %q\nwant %q", text.String, wantPlain)
 	}
-	want := map[string]string{ // type → covered text
+	want := map[EntityKind]string{ // type → covered text
 		EntityEmoji:         "😀",
 		EntityBold:          "мир",
 		EntityCustomEmoji:   "👍",
@@ -262,7 +262,7 @@ func TestEntitiesCountUTF16(t *testing.T) {
 		EntityStrikethrough: "зач",
 		EntitySpoiler:       "тайна",
 	}
-	seen := map[string]bool{}
+	seen := map[EntityKind]bool{}
 	for _, e := range text.Entities {
 		w, ok := want[e.Type]
 		if !ok {

@@ -109,7 +109,7 @@ const (
 
 // entityLink is the provisional entity type of an <a> in the post text; it
 // becomes a text link, URL, mention, hashtag or cashtag when the link closes.
-const entityLink = "a"
+const entityLink EntityKind = "a"
 
 const (
 	// resolvePrefix starts the app link on preview pages that names the channel.
@@ -841,7 +841,7 @@ func serviceType(text string) string {
 	return "other"
 }
 
-func entityType(tag atom.Atom, custom customTag, class []byte) string {
+func entityType(tag atom.Atom, custom customTag, class []byte) EntityKind {
 	switch tag {
 	case atom.B, atom.Strong:
 		return EntityBold

@@ -273,7 +273,7 @@ func unescape(raw []byte) string {
 
 // classifyLink decides what an <a> inside message text is, from its text and
 // href, the way Telegram's own clients would have sent it.
-func classifyLink(text, href string) (kind, link string) {
+func classifyLink(text, href string) (kind EntityKind, link string) {
 	switch {
 	case strings.HasPrefix(text, "#") && (strings.HasPrefix(href, "?q=") || strings.Contains(href, "?q=%23")):
 		return EntityHashtag, ""

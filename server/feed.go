@@ -23,7 +23,7 @@ type FeedService interface {
 // FeedRequest is the body of POST /v1/feed. Only channels is required.
 type FeedRequest struct {
 	Channels []string `json:"channels"`
-	Order    string   `json:"order,omitempty"` // "ranked" (default) or "newest"
+	Order    string   `json:"order,omitempty"` // a feed.Order, case-insensitive: "ranked" (default) or "newest"
 	Limit    *int     `json:"limit,omitempty"` // default: the whole feed, up to the server's maximum
 	After    string   `json:"after,omitempty"` // "next" of an earlier answer
 }
@@ -69,14 +69,13 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		}
 		req.First = *in.Limit
 	}
-	switch strings.ToLower(in.Order) {
-	case "", "ranked":
-		req.Order = feed.Ranked
-	case "newest":
-		req.Order = feed.Newest
-	default:
-		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"order" must be "ranked" or "newest"`})
-		return
+	if in.Order != "" {
+		o, ok := restOrder(in.Order)
+		if !ok {
+			h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"order" must be one of ` + restOrders()})
+			return
+		}
+		req.Order = o
 	}
 	p, err := h.feeds.Feed(r.Context(), req)
 	if err != nil {
@@ -93,6 +92,25 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	hd.Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)
+}
+
+// restOrder reads a feed order as REST spells it: the feed's own names,
+// case-insensitively ("ranked", "newest").
+func restOrder(s string) (feed.Order, bool) {
+	for _, o := range feed.Orders() {
+		if strings.EqualFold(s, string(o)) {
+			return o, true
+		}
+	}
+	return "", false
+}
+
+func restOrders() string {
+	var names []string
+	for _, o := range feed.Orders() {
+		names = append(names, strconv.Quote(strings.ToLower(string(o))))
+	}
+	return strings.Join(names, ", ")
 }
 
 func renderFeed(p *feed.Page) ([]byte, error) {

@@ -110,7 +110,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		if !ok {
 			t.Fatalf("page service %T cannot serve feeds", svc)
 		}
-		fs, err := feed.New(feed.Config{Pages: src, Keep: opts.refresh, Now: e.clock.Now})
+		fs, err := feed.New(feed.Config{Pages: src, Refresh: opts.refresh, Now: e.clock.Now})
 		if err != nil {
 			t.Fatal(err)
 		}

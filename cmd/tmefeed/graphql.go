@@ -29,7 +29,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store 
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
-		Keep:          cfg.Refresh,
+		Refresh:       cfg.Refresh,
 		KeptBytes:     budget.Builds,
 		RenderedBytes: budget.Rendered,
 		BuildingPages: budget.BuildingPages,

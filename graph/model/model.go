@@ -65,14 +65,12 @@ func (p *Post) Text() *Text {
 	return &Text{t: p.Content.Text}
 }
 
-// Media lists the attachments of a kind the schema knows.
+// Media lists the attachments, each of them: one of a kind the schema has
+// no name for is UNSUPPORTED.
 func (p *Post) Media() []*Media {
-	out := make([]*Media, 0, len(p.Content.Media))
+	out := make([]*Media, len(p.Content.Media))
 	for i := range p.Content.Media {
-		m := &p.Content.Media[i]
-		if mediaKind(m.Type).IsValid() {
-			out = append(out, &Media{m: m})
-		}
+		out[i] = &Media{m: &p.Content.Media[i]}
 	}
 	return out
 }
@@ -118,14 +116,12 @@ func (p *Post) LinkPreview() *LinkPreview {
 	return &LinkPreview{l: p.Content.PreviewLink}
 }
 
-// Reactions lists the reaction counters of a kind the schema knows.
+// Reactions lists the reaction counters, each of them: one of a kind the
+// schema has no name for is UNKNOWN.
 func (p *Post) Reactions() []*Reaction {
-	out := make([]*Reaction, 0, len(p.Content.Reacts))
+	out := make([]*Reaction, len(p.Content.Reacts))
 	for i := range p.Content.Reacts {
-		r := &p.Content.Reacts[i]
-		if ReactionKind(upper(r.Type)).IsValid() {
-			out = append(out, &Reaction{r: r})
-		}
+		out[i] = &Reaction{r: &p.Content.Reacts[i]}
 	}
 	return out
 }
@@ -147,14 +143,12 @@ type Text struct{ t *parser.Text }
 func (t *Text) Plain() string { return t.t.String }
 func (t *Text) HTML() string  { return t.t.HTML }
 
-// Entities lists the formatted spans of a kind the schema knows.
+// Entities lists the formatted spans, each of them: one of a kind the
+// schema has no name for is UNKNOWN.
 func (t *Text) Entities() []*TextEntity {
-	out := make([]*TextEntity, 0, len(t.t.Entities))
+	out := make([]*TextEntity, len(t.t.Entities))
 	for i := range t.t.Entities {
-		e := &t.t.Entities[i]
-		if EntityKind(upper(e.Type)).IsValid() {
-			out = append(out, &TextEntity{e: e})
-		}
+		out[i] = &TextEntity{e: &t.t.Entities[i]}
 	}
 	return out
 }
@@ -162,7 +156,7 @@ func (t *Text) Entities() []*TextEntity {
 // TextEntity is one formatted span.
 type TextEntity struct{ e *parser.Entity }
 
-func (e *TextEntity) Kind() EntityKind  { return EntityKind(upper(e.e.Type)) }
+func (e *TextEntity) Kind() EntityKind  { return EntityKindOf(e.e.Type) }
 func (e *TextEntity) Offset() int       { return e.e.Offset }
 func (e *TextEntity) Length() int       { return e.e.Length }
 func (e *TextEntity) URL() *string      { return optional(e.e.URL) }
@@ -172,7 +166,7 @@ func (e *TextEntity) EmojiID() *string  { return optional(e.e.EmojiID) }
 // Media is one attachment.
 type Media struct{ m *parser.Media }
 
-func (m *Media) Kind() MediaKind { return mediaKind(m.m.Type) }
+func (m *Media) Kind() MediaKind { return MediaKindOf(m.m.Type) }
 func (m *Media) URL() *string    { return optional(m.m.URL) }
 func (m *Media) Thumb() *string  { return optional(m.m.Thumb) }
 func (m *Media) Waves() *string  { return optional(m.m.Waves) }
@@ -283,7 +277,7 @@ func (l *LinkPreview) DescriptionHTML() *string {
 // Reaction is one reaction counter.
 type Reaction struct{ r *parser.React }
 
-func (r *Reaction) Kind() ReactionKind  { return ReactionKind(upper(r.r.Type)) }
+func (r *Reaction) Kind() ReactionKind  { return ReactionKindOf(r.r.Type) }
 func (r *Reaction) Emoji() *string      { return optional(r.r.Emoji) }
 func (r *Reaction) EmojiID() *string    { return optional(r.r.EmojiID) }
 func (r *Reaction) EmojiImage() *string { return optional(r.r.EmojiImage) }
@@ -445,18 +439,6 @@ type PostEdge struct {
 	Node   *Post
 }
 
-// FeedFilter is the schema's feed filter input.
-type FeedFilter struct {
-	MediaKinds       []MediaKind
-	Hashtags         []string
-	Query            *string
-	Since            *time.Time
-	Until            *time.Time
-	ExcludeForwarded *bool
-	ExcludeReplies   *bool
-	ExcludeService   *bool
-}
-
 // optional maps "" to nil.
 func optional(s string) *string {
 	if s == "" {
@@ -471,21 +453,4 @@ func count(text string, n int64) *int64 {
 		return nil
 	}
 	return &n
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
-}
-
-func mediaKind(t string) MediaKind {
-	if t == parser.MediaRoundVideo {
-		return MediaKindRoundVideo
-	}
-	return MediaKind(upper(t))
 }

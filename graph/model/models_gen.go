@@ -2,6 +2,14 @@
 
 package model
 
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+)
+
 // An object with a global id (Relay's Global Object Identification). Ids are
 // opaque, unique across all types and channels, and the same in every
 // response, so clients may cache objects by `__typename` and `id` (Apollo,
@@ -10,5 +18,298 @@ type Node interface {
 	IsNode()
 }
 
+// Keeps only posts that match every given condition. Within a list
+// (`mediaKinds`, `hashtags`) any one value is enough.
+type FeedFilter struct {
+	// Posts with at least one attachment of any of these kinds.
+	MediaKinds []MediaKind `json:"mediaKinds,omitempty"`
+	// Posts carrying any of these hashtags (case-insensitive, with or without #).
+	Hashtags []string `json:"hashtags,omitempty"`
+	// Posts whose text, poll or link preview contains this text (case-insensitive).
+	Query *string `json:"query,omitempty"`
+	// Posts dated at or after this instant.
+	Since *time.Time `json:"since,omitempty"`
+	// Posts dated before this instant.
+	Until            *time.Time `json:"until,omitempty"`
+	ExcludeForwarded *bool      `json:"excludeForwarded,omitempty"`
+	ExcludeReplies   *bool      `json:"excludeReplies,omitempty"`
+	// Leave out service messages (pinned, renamed, photo changed, channel created).
+	ExcludeService *bool `json:"excludeService,omitempty"`
+}
+
 type Query struct {
+}
+
+type EntityKind string
+
+const (
+	EntityKindBold          EntityKind = "BOLD"
+	EntityKindItalic        EntityKind = "ITALIC"
+	EntityKindUnderline     EntityKind = "UNDERLINE"
+	EntityKindStrikethrough EntityKind = "STRIKETHROUGH"
+	EntityKindSpoiler       EntityKind = "SPOILER"
+	EntityKindCode          EntityKind = "CODE"
+	EntityKindPre           EntityKind = "PRE"
+	EntityKindTextLink      EntityKind = "TEXT_LINK"
+	EntityKindURL           EntityKind = "URL"
+	EntityKindMention       EntityKind = "MENTION"
+	EntityKindHashtag       EntityKind = "HASHTAG"
+	EntityKindEmoji         EntityKind = "EMOJI"
+	EntityKindCustomEmoji   EntityKind = "CUSTOM_EMOJI"
+	EntityKindBlockquote    EntityKind = "BLOCKQUOTE"
+	EntityKindCashtag       EntityKind = "CASHTAG"
+	// A kind this server has no name for; the span is best shown as plain text.
+	EntityKindUnknown EntityKind = "UNKNOWN"
+)
+
+var AllEntityKind = []EntityKind{
+	EntityKindBold,
+	EntityKindItalic,
+	EntityKindUnderline,
+	EntityKindStrikethrough,
+	EntityKindSpoiler,
+	EntityKindCode,
+	EntityKindPre,
+	EntityKindTextLink,
+	EntityKindURL,
+	EntityKindMention,
+	EntityKindHashtag,
+	EntityKindEmoji,
+	EntityKindCustomEmoji,
+	EntityKindBlockquote,
+	EntityKindCashtag,
+	EntityKindUnknown,
+}
+
+func (e EntityKind) IsValid() bool {
+	switch e {
+	case EntityKindBold, EntityKindItalic, EntityKindUnderline, EntityKindStrikethrough, EntityKindSpoiler, EntityKindCode, EntityKindPre, EntityKindTextLink, EntityKindURL, EntityKindMention, EntityKindHashtag, EntityKindEmoji, EntityKindCustomEmoji, EntityKindBlockquote, EntityKindCashtag, EntityKindUnknown:
+		return true
+	}
+	return false
+}
+
+func (e EntityKind) String() string {
+	return string(e)
+}
+
+func (e *EntityKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = EntityKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid EntityKind", str)
+	}
+	return nil
+}
+
+func (e EntityKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *EntityKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e EntityKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Feed orders.
+type FeedOrder string
+
+const (
+	// Newest first (by date; ties by channel, then newer id).
+	FeedOrderNewest FeedOrder = "NEWEST"
+	// By score, highest first: engagement, content and freshness. See docs/ranking.md.
+	FeedOrderRanked FeedOrder = "RANKED"
+)
+
+var AllFeedOrder = []FeedOrder{
+	FeedOrderNewest,
+	FeedOrderRanked,
+}
+
+func (e FeedOrder) IsValid() bool {
+	switch e {
+	case FeedOrderNewest, FeedOrderRanked:
+		return true
+	}
+	return false
+}
+
+func (e FeedOrder) String() string {
+	return string(e)
+}
+
+func (e *FeedOrder) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = FeedOrder(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid FeedOrder", str)
+	}
+	return nil
+}
+
+func (e FeedOrder) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *FeedOrder) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e FeedOrder) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type MediaKind string
+
+const (
+	MediaKindImage      MediaKind = "IMAGE"
+	MediaKindVideo      MediaKind = "VIDEO"
+	MediaKindGif        MediaKind = "GIF"
+	MediaKindVoice      MediaKind = "VOICE"
+	MediaKindRoundVideo MediaKind = "ROUND_VIDEO"
+	MediaKindSticker    MediaKind = "STICKER"
+	MediaKindDocument   MediaKind = "DOCUMENT"
+	MediaKindAudio      MediaKind = "AUDIO"
+	// Content Telegram does not show on the web at all; never available. In
+	// answers it also stands for an attachment of a kind this server has no
+	// name for.
+	MediaKindUnsupported MediaKind = "UNSUPPORTED"
+)
+
+var AllMediaKind = []MediaKind{
+	MediaKindImage,
+	MediaKindVideo,
+	MediaKindGif,
+	MediaKindVoice,
+	MediaKindRoundVideo,
+	MediaKindSticker,
+	MediaKindDocument,
+	MediaKindAudio,
+	MediaKindUnsupported,
+}
+
+func (e MediaKind) IsValid() bool {
+	switch e {
+	case MediaKindImage, MediaKindVideo, MediaKindGif, MediaKindVoice, MediaKindRoundVideo, MediaKindSticker, MediaKindDocument, MediaKindAudio, MediaKindUnsupported:
+		return true
+	}
+	return false
+}
+
+func (e MediaKind) String() string {
+	return string(e)
+}
+
+func (e *MediaKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = MediaKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid MediaKind", str)
+	}
+	return nil
+}
+
+func (e MediaKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *MediaKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e MediaKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ReactionKind string
+
+const (
+	ReactionKindEmoji         ReactionKind = "EMOJI"
+	ReactionKindCustomEmoji   ReactionKind = "CUSTOM_EMOJI"
+	ReactionKindTelegramStars ReactionKind = "TELEGRAM_STARS"
+	// A kind this server has no name for; the count is still right.
+	ReactionKindUnknown ReactionKind = "UNKNOWN"
+)
+
+var AllReactionKind = []ReactionKind{
+	ReactionKindEmoji,
+	ReactionKindCustomEmoji,
+	ReactionKindTelegramStars,
+	ReactionKindUnknown,
+}
+
+func (e ReactionKind) IsValid() bool {
+	switch e {
+	case ReactionKindEmoji, ReactionKindCustomEmoji, ReactionKindTelegramStars, ReactionKindUnknown:
+		return true
+	}
+	return false
+}
+
+func (e ReactionKind) String() string {
+	return string(e)
+}
+
+func (e *ReactionKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ReactionKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ReactionKind", str)
+	}
+	return nil
+}
+
+func (e ReactionKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ReactionKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ReactionKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
