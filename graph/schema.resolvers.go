@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -35,7 +36,7 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, 
 
 // Channel is the resolver for the channel field.
 func (r *queryResolver) Channel(ctx context.Context, username string) (*model.Channel, error) {
-	name, err := channelName(username)
+	name, err := pages.NormalizeUsername(username)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +45,7 @@ func (r *queryResolver) Channel(ctx context.Context, username string) (*model.Ch
 
 // Post is the resolver for the post field.
 func (r *queryResolver) Post(ctx context.Context, channel string, messageID int) (*model.Post, error) {
-	name, err := channelName(channel)
+	name, err := pages.NormalizeUsername(channel)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 		g.Go(func() error {
 			res := &model.PreviewResult{Username: raw}
 			out[i] = res
-			name, err := channelName(raw)
+			name, err := pages.NormalizeUsername(raw)
 			if err == nil {
 				var p *parser.Preview
 				if p, err = r.pages.Preview(ctx, name); err == nil {
@@ -74,8 +75,8 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 					return nil
 				}
 			}
-			c := classify(err)
-			res.Error = &model.PreviewError{Code: c.code, Message: c.message}
+			c := fault.Classify(err)
+			res.Error = &model.PreviewError{Code: graphCode(c.Kind), Message: c.Message}
 			return nil
 		})
 	}

@@ -189,7 +189,7 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/body/{channel}[?position=N]: the channel page, or the page around post N.
 func (h *handler) body(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -215,7 +215,7 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/post/{channel}/{id}: one post, read from the page around it.
 func (h *handler) post(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -229,7 +229,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 	h.serve(w, r, "post:"+strconv.Itoa(id), req, func(res pages.Result) ([]byte, error) {
 		p := findPost(res.Page, id)
 		if p == nil {
-			return nil, errPostNotFound
+			return nil, fmt.Errorf("%s/%d: %w", ch, id, pages.ErrPostNotFound)
 		}
 		return EncodeJSON(p, false)
 	})
@@ -237,7 +237,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/more/{channel}/{before|after}/{position}: the posts before or after a post.
 func (h *handler) more(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -260,7 +260,7 @@ func (h *handler) more(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/preview/{channel}: the channel's preview card.
 func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -366,7 +366,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	var wg sync.WaitGroup
 	for i := range results {
 		res := &results[i]
-		ch, err := pages.ValidUsername(res.name)
+		ch, err := pages.NormalizeUsername(res.name)
 		if err != nil {
 			res.err = err
 			continue
@@ -379,7 +379,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 				// only guards the request's own goroutine.
 				if p := recover(); p != nil {
 					h.log.Error("panic", "path", r.URL.Path, "channel", ch, "panic", p)
-					res.err = fmt.Errorf("%w: preview %s: panic: %v", errInternal, ch, p)
+					res.err = fmt.Errorf("preview %s: panic: %v", ch, p)
 				}
 				<-sem
 				wg.Done()
@@ -393,11 +393,11 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	maxAge, cacheable := h.refresh, h.refresh > 0
 	for _, res := range results {
 		if res.err != nil {
-			e := classify(res.err)
-			if e.Status >= 429 { // transient: the list must not be cached
+			info, status := errorInfo(res.err)
+			if status >= 429 { // transient: the list must not be cached
 				cacheable = false
 			}
-			b, _ := EncodeJSON(ErrorBody{Error: ErrorInfo{Code: e.Code, Message: e.Message}}, false)
+			b, _ := EncodeJSON(ErrorBody{Error: info}, false)
 			out[res.name] = b
 			continue
 		}
@@ -429,13 +429,12 @@ func tooLargeError(limit int64) apiError {
 
 // failErr answers with the error's classification.
 func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
-	e := classify(err)
 	noteError(r.Context(), err)
 	closeIfBodyUnread(w, r)
-	writeError(w, e, h.now())
+	writeError(w, classify(err, h.now()))
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, e apiError) {
 	closeIfBodyUnread(w, r)
-	writeError(w, e, h.now())
+	writeError(w, e)
 }
