@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/origin"
@@ -23,4 +24,5 @@ type Resolver struct {
 	maxPreviews   int
 	maxPostsFirst int
 	concurrency   int
+	log           *slog.Logger
 }

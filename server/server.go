@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -327,9 +327,10 @@ func (h *handler) maxAge(fetchedAt time.Time, stale bool) int {
 }
 
 // POST /v1/previews {"channels": [...]}: the previews of up to MaxPreviews
-// channels. Names are de-duplicated case-insensitively and fetched
-// concurrently; each name maps to {"channel": {...}} or {"error": {...}}, so
-// one bad name does not fail the others.
+// channels. Names are read as on every route ("@Name" is the channel name)
+// and each channel is fetched once, concurrently; each name given, lower-
+// cased, maps to {"channel": {...}} or {"error": {...}}, so one bad name
+// does not fail the others.
 func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Channels []string `json:"channels"`
@@ -346,63 +347,26 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	type result struct {
-		name  string
-		entry cache.Entry
-		err   error
-	}
-	seen := make(map[string]bool, len(in.Channels))
-	results := make([]result, 0, len(in.Channels))
-	for _, raw := range in.Channels {
-		name := strings.ToLower(raw)
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		results = append(results, result{name: name})
-	}
-
-	sem := make(chan struct{}, h.concurrency)
-	var wg sync.WaitGroup
-	for i := range results {
-		res := &results[i]
-		ch, err := pages.NormalizeUsername(res.name)
-		if err != nil {
-			res.err = err
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() {
-				// A panic here would escape the recover middleware, which
-				// only guards the request's own goroutine.
-				if p := recover(); p != nil {
-					h.log.Error("panic", "path", r.URL.Path, "channel", ch, "panic", p)
-					res.err = fmt.Errorf("preview %s: panic: %v", ch, p)
-				}
-				<-sem
-				wg.Done()
-			}()
-			res.entry, res.err = h.previewEntry(r.Context(), ch)
-		}()
-	}
-	wg.Wait()
-
+	results := pages.EachChannel(r.Context(), in.Channels, h.concurrency, h.previewEntry)
 	out := make(map[string]json.RawMessage, len(results))
 	maxAge, cacheable := h.refresh, h.refresh > 0
 	for _, res := range results {
-		if res.err != nil {
-			info, status := errorInfo(res.err)
+		key := strings.ToLower(res.Name)
+		if res.Err != nil {
+			f := fault.Classify(res.Err)
+			status, code := restStatus(f.Kind)
 			if status >= 429 { // transient: the list must not be cached
 				cacheable = false
 			}
-			b, _ := EncodeJSON(ErrorBody{Error: info}, false)
-			out[res.name] = b
+			if f.Kind == fault.Internal { // a bug: the answer says no more than that
+				h.log.Error("previews: internal error", "path", r.URL.Path, "channel", res.Channel, "err", res.Err)
+			}
+			b, _ := EncodeJSON(ErrorBody{Error: ErrorInfo{Code: code, Message: f.Message}}, false)
+			out[key] = b
 			continue
 		}
-		out[res.name] = res.entry.Value
-		if age := time.Duration(h.maxAge(res.entry.FetchedAt, res.entry.Stale)) * time.Second; age < maxAge {
+		out[key] = res.Value.Value
+		if age := time.Duration(h.maxAge(res.Value.FetchedAt, res.Value.Stale)) * time.Second; age < maxAge {
 			maxAge = age
 		}
 	}
