@@ -22,7 +22,7 @@ import (
 // classified is a bug, not the client's or Telegram's doing.
 type Kind uint8
 
-// The kinds, from the client's fault to ours.
+// The kinds: ours (the zero Kind), then the client's, then Telegram's.
 const (
 	// Internal: a bug or a failure of our own (a panic, an unknown error).
 	// Every failure on the way to Telegram carries an origin kind, so an
@@ -92,11 +92,6 @@ func (k Kind) String() string {
 		return "canceled"
 	}
 	return "kind" + strconv.Itoa(int(k))
-}
-
-// Input reports whether the client can fix the failure by asking otherwise.
-func (k Kind) Input() bool {
-	return k == InvalidUsername || k == InvalidPosition || k == BadRequest
 }
 
 // ErrBadRequest is for input errors a face finds itself (an argument only
