@@ -36,7 +36,7 @@ func (o causeOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) 
 
 // facesEnv is REST and GraphQL over one page service whose origin fails
 // as told, on a fixed clock so that both faces round the same instant.
-func facesEnv(t *testing.T, o causeOrigin, now time.Time) *httptestServerURL {
+func facesEnv(t *testing.T, o causeOrigin, now time.Time) *facesServer {
 	t.Helper()
 	mem, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 8 << 20, Refresh: time.Hour})
 	if err != nil {
@@ -55,10 +55,11 @@ func facesEnv(t *testing.T, o causeOrigin, now time.Time) *httptestServerURL {
 		t.Fatal(err)
 	}
 	srv := httptestServer(t, server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Refresh: time.Hour, Now: clock, Logger: quiet}))
-	return &httptestServerURL{t: t, url: srv.URL, client: srv.Client()}
+	return &facesServer{t: t, url: srv.URL, client: srv.Client()}
 }
 
-type httptestServerURL struct {
+// facesServer is the service on loopback, as both faces' clients see it.
+type facesServer struct {
 	t      *testing.T
 	url    string
 	client *http.Client
@@ -66,7 +67,7 @@ type httptestServerURL struct {
 
 // call sends a request and returns the status, the Retry-After header and
 // the body.
-func (s *httptestServerURL) call(method, path, body string) (int, string, []byte) {
+func (s *facesServer) call(method, path, body string) (int, string, []byte) {
 	s.t.Helper()
 	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	if err != nil {
@@ -87,7 +88,7 @@ func (s *httptestServerURL) call(method, path, body string) (int, string, []byte
 	return resp.StatusCode, resp.Header.Get("Retry-After"), b
 }
 
-func (s *httptestServerURL) graphql(query string, vars map[string]any) response {
+func (s *facesServer) graphql(query string, vars map[string]any) response {
 	s.t.Helper()
 	b, _ := json.Marshal(request{Query: query, Variables: vars})
 	_, _, raw := s.call(http.MethodPost, "/graphql", string(b))
