@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"hash"
 	"math"
-
-	"github.com/tmefeed/tmefeed/pages"
 )
 
 // A cursor is the sort key of an item, so that paging continues next to it
@@ -141,18 +139,18 @@ func (s *sealer) open(arg, c string, q query) (cursor, error) {
 	// Sealed by this service, so the only question left is whose feed it is.
 	if out.order != q.order {
 		return out, fmt.Errorf("%w: %s: the cursor belongs to a feed in %s order, not %s; a cursor only pages the feed it came from",
-			pages.ErrBadRequest, arg, out.order, q.order)
+			ErrBadRequest, arg, out.order, q.order)
 	}
 	if out.binding != q.binding {
 		return out, fmt.Errorf("%w: %s: the cursor belongs to another feed (other channels or filter); a cursor only pages the feed it came from",
-			pages.ErrBadRequest, arg)
+			ErrBadRequest, arg)
 	}
 	return out, nil
 }
 
 func notACursor(arg, c string) error {
 	return fmt.Errorf("%w: %s: %q is not a feed cursor; pass back a cursor, startCursor or endCursor unchanged",
-		pages.ErrBadRequest, arg, truncate(c))
+		ErrBadRequest, arg, truncate(c))
 }
 
 func truncate(s string) string {

@@ -32,6 +32,11 @@ import (
 	"github.com/tmefeed/tmefeed/parser"
 )
 
+// ErrBadRequest: a feed request that cannot be answered as asked (no
+// channels, a page size out of range, a bad filter, a cursor of another
+// feed). The error's text says what to fix.
+var ErrBadRequest = errors.New("bad request")
+
 // PageSource returns parsed channel pages; *pages.Service is one.
 type PageSource interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
@@ -317,7 +322,7 @@ func (s *Service) MaxFirst() int { return s.cfg.MaxFirst }
 func (s *Service) Builds() int64 { return s.builds.Load() }
 
 // Feed returns one page of the feed req describes. Bad input gives an
-// error matching pages.ErrBadRequest; channels that fail are reported in
+// error matching ErrBadRequest; channels that fail are reported in
 // Page.Failed, not as an error.
 func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 	q, err := s.normalize(req)
@@ -404,19 +409,19 @@ func (s *Service) normalize(req Request) (query, error) {
 	case slices.Contains(Orders(), req.Order):
 		q.order = req.Order
 	default:
-		return q, fmt.Errorf("%w: unknown order %q", pages.ErrBadRequest, req.Order)
+		return q, fmt.Errorf("%w: unknown order %q", ErrBadRequest, req.Order)
 	}
 	if len(req.Channels) == 0 {
-		return q, fmt.Errorf("%w: no channels given", pages.ErrBadRequest)
+		return q, fmt.Errorf("%w: no channels given", ErrBadRequest)
 	}
 	if len(req.Channels) > s.cfg.MaxChannels {
-		return q, fmt.Errorf("%w: %d channels given, at most %d allowed", pages.ErrBadRequest, len(req.Channels), s.cfg.MaxChannels)
+		return q, fmt.Errorf("%w: %d channels given, at most %d allowed", ErrBadRequest, len(req.Channels), s.cfg.MaxChannels)
 	}
 	if req.First < 0 || req.First > s.cfg.MaxFirst {
-		return q, fmt.Errorf("%w: first must be from 0 to %d", pages.ErrBadRequest, s.cfg.MaxFirst)
+		return q, fmt.Errorf("%w: first must be from 0 to %d", ErrBadRequest, s.cfg.MaxFirst)
 	}
 	if req.Last != nil && (*req.Last < 0 || *req.Last > s.cfg.MaxFirst) {
-		return q, fmt.Errorf("%w: last must be from 0 to %d", pages.ErrBadRequest, s.cfg.MaxFirst)
+		return q, fmt.Errorf("%w: last must be from 0 to %d", ErrBadRequest, s.cfg.MaxFirst)
 	}
 	f, err := newFilter(req.Filter)
 	if err != nil {
@@ -425,7 +430,7 @@ func (s *Service) normalize(req Request) (query, error) {
 	q.filter = f
 	seen := make(map[string]bool, len(req.Channels))
 	for _, raw := range req.Channels {
-		name, err := pages.ValidUsername(strings.TrimPrefix(strings.TrimSpace(raw), "@"))
+		name, err := pages.NormalizeUsername(raw)
 		if err != nil {
 			if !seen["!"+raw] {
 				seen["!"+raw] = true

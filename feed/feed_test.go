@@ -317,7 +317,7 @@ func TestFailuresAndBadInput(t *testing.T) {
 		{Channels: []string{"alpha"}, First: 1, Filter: Filter{MediaKinds: []parser.MediaKind{"hologram"}}},
 		{Channels: []string{"alpha"}, First: 1, Filter: Filter{Since: base, Until: base.Add(-time.Hour)}},
 	} {
-		if _, err := s.Feed(context.Background(), req); !errors.Is(err, pages.ErrBadRequest) {
+		if _, err := s.Feed(context.Background(), req); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("Feed(%+v) error = %v, want ErrBadRequest", req, err)
 		}
 	}
@@ -631,7 +631,7 @@ func TestCursorWindow(t *testing.T) {
 		}
 	}
 	for _, last := range []int{-1, 2001} {
-		if _, err := s.Feed(ctx, Request{Channels: names, Last: intp(last)}); !errors.Is(err, pages.ErrBadRequest) {
+		if _, err := s.Feed(ctx, Request{Channels: names, Last: intp(last)}); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("last %d: %v", last, err)
 		}
 	}
@@ -684,7 +684,7 @@ func TestCursorBoundToItsFeed(t *testing.T) {
 				r.Before = cur
 			}
 			_, err := s.Feed(ctx, r)
-			if !errors.Is(err, pages.ErrBadRequest) || !strings.Contains(err.Error(), arg+": the cursor belongs to") || !strings.Contains(err.Error(), f.msg) {
+			if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), arg+": the cursor belongs to") || !strings.Contains(err.Error(), f.msg) {
 				t.Errorf("%s, %s: error %v", f.name, arg, err)
 			}
 		}
@@ -735,7 +735,7 @@ func TestCursorIsOpaqueAndSealed(t *testing.T) {
 		bad[i] ^= 1
 		r := req
 		r.After = base64.RawURLEncoding.EncodeToString(bad)
-		if _, err := s.Feed(ctx, r); !errors.Is(err, pages.ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") {
+		if _, err := s.Feed(ctx, r); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") {
 			t.Errorf("byte %d changed: %v", i, err)
 		}
 	}
@@ -753,7 +753,7 @@ func TestCursorIsOpaqueAndSealed(t *testing.T) {
 	if !slices.Equal(ids(got.Items), ids(want.Items)) || got.Items[0].Cursor != want.Items[0].Cursor {
 		t.Errorf("another process with the same key pages differently: %v, want %v", ids(got.Items), ids(want.Items))
 	}
-	if _, err := newKeyed("another secret").Feed(ctx, req); !errors.Is(err, pages.ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") {
+	if _, err := newKeyed("another secret").Feed(ctx, req); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") {
 		t.Errorf("another key accepted the cursor: %v", err)
 	}
 }

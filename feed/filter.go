@@ -7,7 +7,6 @@ import (
 	"strings"
 	"unicode/utf16"
 
-	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 )
 
@@ -26,15 +25,15 @@ const maxFilterValues = 100
 func newFilter(f Filter) (filter, error) {
 	out := filter{Filter: f}
 	if len(f.MediaKinds) > maxFilterValues || len(f.Hashtags) > maxFilterValues {
-		return out, fmt.Errorf("%w: at most %d media kinds and %d hashtags", pages.ErrBadRequest, maxFilterValues, maxFilterValues)
+		return out, fmt.Errorf("%w: at most %d media kinds and %d hashtags", ErrBadRequest, maxFilterValues, maxFilterValues)
 	}
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return out, fmt.Errorf("%w: since must be before until", pages.ErrBadRequest)
+		return out, fmt.Errorf("%w: since must be before until", ErrBadRequest)
 	}
 	var kinds []string
 	for _, k := range f.MediaKinds {
 		if !slices.Contains(parser.MediaKinds(), k) {
-			return out, fmt.Errorf("%w: unknown media kind %q", pages.ErrBadRequest, k)
+			return out, fmt.Errorf("%w: unknown media kind %q", ErrBadRequest, k)
 		}
 		if out.media == nil {
 			out.media = make(map[parser.MediaKind]bool)
@@ -47,7 +46,7 @@ func newFilter(f Filter) (filter, error) {
 	for _, t := range f.Hashtags {
 		t = strings.ToLower(strings.TrimPrefix(strings.TrimSpace(t), "#"))
 		if t == "" {
-			return out, fmt.Errorf("%w: empty hashtag", pages.ErrBadRequest)
+			return out, fmt.Errorf("%w: empty hashtag", ErrBadRequest)
 		}
 		if !slices.Contains(out.hashtags, t) {
 			out.hashtags = append(out.hashtags, t)

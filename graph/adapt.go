@@ -1,17 +1,10 @@
 package graph
 
 import (
-	"strings"
-
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
-	"github.com/tmefeed/tmefeed/pages"
 )
-
-// channelName validates a username given with or without '@'.
-func channelName(raw string) (string, error) {
-	return pages.ValidUsername(strings.TrimPrefix(strings.TrimSpace(raw), "@"))
-}
 
 // feedRequest turns feed's arguments into a feed.Request. Giving both
 // first and last is refused, as Relay's spec discourages it (the result
@@ -103,8 +96,8 @@ func feedPageInfo(p *feed.Page) *model.PageInfo {
 func failedChannels(p *feed.Page) []*model.FailedChannel {
 	out := make([]*model.FailedChannel, len(p.Failed))
 	for i, f := range p.Failed {
-		c := classify(f.Err)
-		out[i] = &model.FailedChannel{Username: f.Username, Code: c.code, Reason: c.message}
+		c := fault.Classify(f.Err)
+		out[i] = &model.FailedChannel{Username: f.Username, Code: graphCode(c.Kind), Reason: c.Message}
 	}
 	return out
 }

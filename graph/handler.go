@@ -141,6 +141,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		maxPreviews:   cfg.MaxPreviews,
 		maxPostsFirst: cfg.MaxPostsFirst,
 		concurrency:   cfg.Concurrency,
+		log:           cfg.Logger,
 	}
 	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost)})
 	present := errorPresenter(cfg.Logger, cfg.Now)

@@ -9,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/graph/ids"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/origin"
@@ -42,14 +43,14 @@ func (r *Resolver) findPost(ctx context.Context, name string, id int) (*model.Po
 			return model.PostOf(p), nil
 		}
 	}
-	return nil, fmt.Errorf("%s/%d: %w", name, id, errPostNotFound)
+	return nil, fmt.Errorf("%s/%d: %w", name, id, pages.ErrPostNotFound)
 }
 
 // parseID decodes a Node id given as argument arg.
 func parseID(arg, id string) (ids.Ref, error) {
 	ref, err := ids.Parse(id)
 	if err != nil {
-		return ref, fmt.Errorf("%w: %s: %w", pages.ErrBadRequest, arg, err)
+		return ref, fmt.Errorf("%w: %s: %w", fault.ErrBadRequest, arg, err)
 	}
 	return ref, nil
 }
@@ -77,7 +78,7 @@ func (r *Resolver) node(ctx context.Context, ref ids.Ref) (model.Node, error) {
 		return nil, fmt.Errorf("graph: id type %q has no resolver", ref.Type)
 	}
 	if err != nil {
-		if classify(err).code == CodeNotFound {
+		if graphCode(fault.Classify(err).Kind) == CodeNotFound {
 			return nil, nil
 		}
 		return nil, err

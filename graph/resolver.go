@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/origin"
@@ -13,6 +14,7 @@ import (
 type PageService interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
 	Preview(ctx context.Context, username string) (*parser.Preview, error)
+	Posts(ctx context.Context, channel string, w pages.Window) (pages.Posts, error)
 }
 
 // Resolver holds what the resolvers call into. Resolvers stay thin: they
@@ -23,4 +25,5 @@ type Resolver struct {
 	maxPreviews   int
 	maxPostsFirst int
 	concurrency   int
+	log           *slog.Logger
 }

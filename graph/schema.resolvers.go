@@ -8,10 +8,9 @@ package graph
 import (
 	"context"
 
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/pages"
-	"github.com/tmefeed/tmefeed/parser"
-	"golang.org/x/sync/errgroup"
 )
 
 // Posts is the resolver for the posts field.
@@ -35,7 +34,7 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, 
 
 // Channel is the resolver for the channel field.
 func (r *queryResolver) Channel(ctx context.Context, username string) (*model.Channel, error) {
-	name, err := channelName(username)
+	name, err := pages.NormalizeUsername(username)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +43,7 @@ func (r *queryResolver) Channel(ctx context.Context, username string) (*model.Ch
 
 // Post is the resolver for the post field.
 func (r *queryResolver) Post(ctx context.Context, channel string, messageID int) (*model.Post, error) {
-	name, err := channelName(channel)
+	name, err := pages.NormalizeUsername(channel)
 	if err != nil {
 		return nil, err
 	}
@@ -59,27 +58,20 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 	if len(usernames) > r.maxPreviews {
 		return nil, inputError("%d names given, at most %d allowed", len(usernames), r.maxPreviews)
 	}
-	out := make([]*model.PreviewResult, len(usernames))
-	var g errgroup.Group
-	g.SetLimit(r.concurrency)
-	for i, raw := range usernames {
-		g.Go(func() error {
-			res := &model.PreviewResult{Username: raw}
-			out[i] = res
-			name, err := channelName(raw)
-			if err == nil {
-				var p *parser.Preview
-				if p, err = r.pages.Preview(ctx, name); err == nil {
-					res.Preview = model.PreviewOf(p)
-					return nil
-				}
-			}
-			c := classify(err)
-			res.Error = &model.PreviewError{Code: c.code, Message: c.message}
-			return nil
-		})
+	results := pages.EachChannel(ctx, usernames, r.concurrency, r.pages.Preview)
+	out := make([]*model.PreviewResult, len(results))
+	for i, res := range results {
+		out[i] = &model.PreviewResult{Username: res.Name}
+		if res.Err == nil {
+			out[i].Preview = model.PreviewOf(res.Value)
+			continue
+		}
+		f := fault.Classify(res.Err)
+		if f.Kind == fault.Internal { // a bug: the answer says no more than that
+			r.log.ErrorContext(ctx, "graphql: previews: internal error", "channel", res.Channel, "err", res.Err)
+		}
+		out[i].Error = &model.PreviewError{Code: graphCode(f.Kind), Message: f.Message}
 	}
-	_ = g.Wait()
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 var (
@@ -13,6 +14,8 @@ var (
 	ErrInvalidPosition = errors.New("invalid position")
 	// ErrBadRequest: a request the service cannot answer as asked.
 	ErrBadRequest = errors.New("bad request")
+	// ErrPostNotFound: the page around a post id does not hold that post.
+	ErrPostNotFound = errors.New("post not found")
 )
 
 // Username length bounds, as Telegram allows them for public names.
@@ -54,6 +57,13 @@ func ValidUsername(s string) (string, error) {
 		}
 	}
 	return string(b), nil
+}
+
+// NormalizeUsername is how every face reads a channel name a client gave:
+// surrounding spaces and one leading '@' (as names are written in Telegram)
+// are dropped, then the name is checked and lowered by ValidUsername.
+func NormalizeUsername(raw string) (string, error) {
+	return ValidUsername(strings.TrimPrefix(strings.TrimSpace(raw), "@"))
 }
 
 // ParsePosition parses a post id or offset given as decimal text and

@@ -46,3 +46,22 @@ func TestParsePosition(t *testing.T) {
 		}
 	}
 }
+
+// Every face reads client names with NormalizeUsername, so "@Name" means
+// the same channel in REST paths and bodies, feeds and GraphQL.
+func TestNormalizeUsername(t *testing.T) {
+	for in, want := range map[string]string{
+		"tmefeed_news": "tmefeed_news", "@tmefeed_news": "tmefeed_news", "@TmeFeed_News": "tmefeed_news",
+		" @durov ": "durov", "Durov\n": "durov",
+	} {
+		if got, err := NormalizeUsername(in); err != nil || got != want {
+			t.Errorf("NormalizeUsername(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	// One '@' only, and the rest is checked as ValidUsername checks it.
+	for _, in := range []string{"@@durov", "@", "@abc", "d@urov", "durov@", "@1abc", ""} {
+		if got, err := NormalizeUsername(in); !errors.Is(err, ErrInvalidUsername) {
+			t.Errorf("NormalizeUsername(%q) = %q, %v; want ErrInvalidUsername", in, got, err)
+		}
+	}
+}

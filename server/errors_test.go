@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
 )
@@ -37,17 +38,28 @@ func TestUpstreamFailureAnswers(t *testing.T) {
 		{&origin.UnavailableError{RetryAfter: later, Host: "t.me", Last: origin.ErrRefused}, 503, CodeUnavailable, "", "7"},
 	}
 	for _, tt := range tests {
-		e := classify(tt.err)
+		e := classify(tt.err, now)
 		if e.Status != tt.status || e.Code != tt.code || (tt.message != "" && e.Message != tt.message) {
 			t.Errorf("%v: %d %s %q, want %d %s %q", tt.err, e.Status, e.Code, e.Message, tt.status, tt.code, tt.message)
 		}
 		rec := httptest.NewRecorder()
-		writeError(rec, e, now)
+		writeError(rec, e)
 		if got := rec.Header().Get("Retry-After"); got != tt.retryAfter {
 			t.Errorf("%v: Retry-After %q, want %q", tt.err, got, tt.retryAfter)
 		}
 		if rec.Code != tt.status {
 			t.Errorf("%v: status %d", tt.err, rec.Code)
+		}
+	}
+}
+
+// Only Internal falls through to the 500: a kind added to fault without a
+// REST answer would be told as a bug.
+func TestEveryKindHasAnAnswer(t *testing.T) {
+	for _, k := range fault.Kinds() {
+		status, code := restStatus(k)
+		if (status == 500 || code == CodeInternal) != (k == fault.Internal) {
+			t.Errorf("%v: %d %s", k, status, code)
 		}
 	}
 }

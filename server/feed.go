@@ -119,8 +119,8 @@ func renderFeed(p *feed.Page) ([]byte, error) {
 		out.Result[i] = FeedPost{Post: it.Post, Channel: it.Channel}
 	}
 	for _, f := range p.Failed {
-		e := classify(f.Err)
-		out.Failed = append(out.Failed, FeedFailure{Channel: f.Username, Error: ErrorInfo{Code: e.Code, Message: e.Message}})
+		info, _ := errorInfo(f.Err)
+		out.Failed = append(out.Failed, FeedFailure{Channel: f.Username, Error: info})
 	}
 	if p.HasNextPage && len(p.Items) > 0 {
 		out.Next = p.Items[len(p.Items)-1].Cursor

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -103,7 +104,7 @@ func (h *handler) recoverPanics(next http.Handler) http.Handler {
 			if ww, ok := w.(middleware.WrapResponseWriter); ok && ww.Status() != 0 {
 				return // the answer has begun; nothing sane can be added
 			}
-			writeError(w, apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}, h.now())
+			writeError(w, classify(fmt.Errorf("panic: %v", rec), h.now()))
 		}()
 		next.ServeHTTP(w, r)
 	})

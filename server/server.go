@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -195,7 +195,7 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/body/{channel}[?position=N]: the channel page, or the page around post N.
 func (h *handler) body(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -221,7 +221,7 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/post/{channel}/{id}: one post, read from the page around it.
 func (h *handler) post(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -235,7 +235,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 	h.serve(w, r, "post:"+strconv.Itoa(id), req, func(res pages.Result) ([]byte, error) {
 		p := findPost(res.Page, id)
 		if p == nil {
-			return nil, errPostNotFound
+			return nil, fmt.Errorf("%s/%d: %w", ch, id, pages.ErrPostNotFound)
 		}
 		return EncodeJSON(p, false)
 	})
@@ -243,7 +243,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/more/{channel}/{before|after}/{position}: the posts before or after a post.
 func (h *handler) more(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -266,7 +266,7 @@ func (h *handler) more(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/preview/{channel}: the channel's preview card.
 func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.ValidUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -333,9 +333,10 @@ func (h *handler) maxAge(fetchedAt time.Time, stale bool) int {
 }
 
 // POST /v1/previews {"channels": [...]}: the previews of up to MaxPreviews
-// channels. Names are de-duplicated case-insensitively and fetched
-// concurrently; each name maps to {"channel": {...}} or {"error": {...}}, so
-// one bad name does not fail the others.
+// channels. Names are read as on every route ("@Name" is the channel name)
+// and each channel is fetched once, concurrently; each name given, lower-
+// cased, maps to {"channel": {...}} or {"error": {...}}, so one bad name
+// does not fail the others.
 func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Channels []string `json:"channels"`
@@ -352,63 +353,26 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	type result struct {
-		name  string
-		entry cache.Entry
-		err   error
-	}
-	seen := make(map[string]bool, len(in.Channels))
-	results := make([]result, 0, len(in.Channels))
-	for _, raw := range in.Channels {
-		name := strings.ToLower(raw)
-		if seen[name] {
-			continue
-		}
-		seen[name] = true
-		results = append(results, result{name: name})
-	}
-
-	sem := make(chan struct{}, h.concurrency)
-	var wg sync.WaitGroup
-	for i := range results {
-		res := &results[i]
-		ch, err := pages.ValidUsername(res.name)
-		if err != nil {
-			res.err = err
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() {
-				// A panic here would escape the recover middleware, which
-				// only guards the request's own goroutine.
-				if p := recover(); p != nil {
-					h.log.Error("panic", "path", r.URL.Path, "channel", ch, "panic", p)
-					res.err = fmt.Errorf("%w: preview %s: panic: %v", errInternal, ch, p)
-				}
-				<-sem
-				wg.Done()
-			}()
-			res.entry, res.err = h.previewEntry(r.Context(), ch)
-		}()
-	}
-	wg.Wait()
-
+	results := pages.EachChannel(r.Context(), in.Channels, h.concurrency, h.previewEntry)
 	out := make(map[string]json.RawMessage, len(results))
 	maxAge, cacheable := h.refresh, h.refresh > 0
 	for _, res := range results {
-		if res.err != nil {
-			e := classify(res.err)
-			if e.Status >= 429 { // transient: the list must not be cached
+		key := strings.ToLower(res.Name)
+		if res.Err != nil {
+			f := fault.Classify(res.Err)
+			status, code := restStatus(f.Kind)
+			if status >= 429 { // transient: the list must not be cached
 				cacheable = false
 			}
-			b, _ := EncodeJSON(ErrorBody{Error: ErrorInfo{Code: e.Code, Message: e.Message}}, false)
-			out[res.name] = b
+			if f.Kind == fault.Internal { // a bug: the answer says no more than that
+				h.log.Error("previews: internal error", "path", r.URL.Path, "channel", res.Channel, "err", res.Err)
+			}
+			b, _ := EncodeJSON(ErrorBody{Error: ErrorInfo{Code: code, Message: f.Message}}, false)
+			out[key] = b
 			continue
 		}
-		out[res.name] = res.entry.Value
-		if age := time.Duration(h.maxAge(res.entry.FetchedAt, res.entry.Stale)) * time.Second; age < maxAge {
+		out[key] = res.Value.Value
+		if age := time.Duration(h.maxAge(res.Value.FetchedAt, res.Value.Stale)) * time.Second; age < maxAge {
 			maxAge = age
 		}
 	}
@@ -435,13 +399,12 @@ func tooLargeError(limit int64) apiError {
 
 // failErr answers with the error's classification.
 func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
-	e := classify(err)
 	noteError(r.Context(), err)
 	closeIfBodyUnread(w, r)
-	writeError(w, e, h.now())
+	writeError(w, classify(err, h.now()))
 }
 
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, e apiError) {
 	closeIfBodyUnread(w, r)
-	writeError(w, e, h.now())
+	writeError(w, e)
 }

@@ -1,18 +1,25 @@
 package model
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/tmefeed/tmefeed/fault"
 )
 
 // ErrInvalidInput: an argument value the schema's types let through but
-// tmefeed cannot use, such as a malformed DateTime.
-var ErrInvalidInput = errors.New("invalid input")
+// tmefeed cannot use, such as a malformed DateTime. It matches
+// fault.ErrBadRequest, so every face answers it as bad input.
+var ErrInvalidInput error = invalidInput{}
+
+type invalidInput struct{}
+
+func (invalidInput) Error() string        { return "invalid input" }
+func (invalidInput) Is(target error) bool { return target == fault.ErrBadRequest }
 
 // MarshalDateTime writes t as an RFC 3339 string in UTC.
 func MarshalDateTime(t time.Time) graphql.Marshaler {

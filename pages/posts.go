@@ -1,0 +1,177 @@
+package pages
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// PostsPerPage is about how many posts one t.me page holds; it sizes the
+// page reads a window may need.
+const PostsPerPage = 20
+
+// maxWalkPages caps the pages one window reads.
+const maxWalkPages = 8
+
+// Window selects a channel's posts by t.me's own paging: the First newest,
+// or the First next to a post. At most one of Before, After and Around is
+// given.
+type Window struct {
+	First  int
+	Before *int // the posts just newer than this post id
+	After  *int // the posts just older than this post id
+	Around *int // the posts centred on this post id
+	// Newest is the channel's newest page when the caller holds it already
+	// (it read the channel's header from it), saving a read. Only the
+	// window without Before, After or Around uses it.
+	Newest *parser.Page
+}
+
+// Posts is a window of a channel's posts.
+type Posts struct {
+	List     []*parser.Post // newest first; shared, must not be modified
+	HasOlder bool           // more posts lie beyond the oldest in List
+	HasNewer bool           // more posts lie beyond the newest in List
+}
+
+// Posts returns the window w of channel's posts, walking t.me's pages
+// towards older posts (the newest window, After) or newer ones (Before).
+// A walk from a post starts at the page around it, the page a single post
+// is read from too, and then follows the offsets that page gives. Bad
+// windows give ErrBadRequest or ErrInvalidPosition.
+func (s *Service) Posts(ctx context.Context, channel string, w Window) (Posts, error) {
+	if err := w.validate(); err != nil {
+		return Posts{}, err
+	}
+	var (
+		out Posts
+		err error
+	)
+	switch {
+	case w.Around != nil:
+		out, err = s.postsAround(ctx, channel, *w.Around, w.First)
+	case w.Before != nil:
+		out.List, out.HasNewer, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.Before}, nil, *w.Before, false, w.First)
+		out.HasOlder = true // the cursor's own post is older
+	case w.After != nil:
+		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.After}, nil, *w.After, true, w.First)
+		out.HasNewer = true
+	default:
+		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel}, w.Newest, 0, true, w.First)
+	}
+	if err != nil {
+		return Posts{}, err
+	}
+	return out, nil
+}
+
+func (w Window) validate() error {
+	if w.First < 0 {
+		return fmt.Errorf("%w: first must not be negative", ErrBadRequest)
+	}
+	given := 0
+	for _, a := range []struct {
+		name string
+		id   *int
+	}{{"before", w.Before}, {"after", w.After}, {"around", w.Around}} {
+		if a.id == nil {
+			continue
+		}
+		given++
+		if *a.id < 1 || *a.id > MaxPosition {
+			return fmt.Errorf("%w: %s must be from 1 to %d", ErrInvalidPosition, a.name, MaxPosition)
+		}
+	}
+	if given > 1 {
+		return fmt.Errorf("%w: give at most one of before, after and around", ErrBadRequest)
+	}
+	return nil
+}
+
+// walk collects n posts from the page req names (or from first, when it
+// is already at hand) on, following t.me's offsets: towards older posts
+// (ids below bound, if set) or newer ones (ids above bound). It returns
+// them newest first and whether more posts lie beyond.
+func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Page, bound int, older bool, n int) ([]*parser.Post, bool, error) {
+	var got []*parser.Post // in walking order
+	maxPages := n/PostsPerPage + 2
+	page := first
+	for fetched := 0; ; fetched++ {
+		if page == nil {
+			res, err := s.Page(ctx, req)
+			if err != nil {
+				return nil, false, err
+			}
+			page = res.Page
+		}
+		posts := page.Content.Posts // oldest first
+		for i := range posts {
+			j := i
+			if older {
+				j = len(posts) - 1 - i
+			}
+			p := &posts[j]
+			if bound > 0 && (older && p.ID >= bound || !older && p.ID <= bound) {
+				continue
+			}
+			if len(got) > 0 && (older && p.ID >= got[len(got)-1].ID || !older && p.ID <= got[len(got)-1].ID) {
+				continue // pages may overlap
+			}
+			got = append(got, p)
+		}
+		next := page.Meta.Offset.Before
+		if !older {
+			next = page.Meta.Offset.After
+		}
+		if len(got) >= n {
+			more := len(got) > n || next != 0
+			got = got[:n]
+			return orderNewest(got, older), more, nil
+		}
+		// Past the page budget, keep going only while nothing was found
+		// (a cursor whose page holds no posts beyond it), up to a hard cap.
+		if next == 0 || fetched+1 >= maxPages && (len(got) > 0 || fetched+1 >= maxWalkPages) {
+			return orderNewest(got, older), next != 0, nil
+		}
+		req = origin.Request{Kind: parser.KindMore, Channel: req.Channel, Position: next, After: !older}
+		page = nil
+	}
+}
+
+func orderNewest(posts []*parser.Post, older bool) []*parser.Post {
+	if !older {
+		slices.Reverse(posts)
+	}
+	return posts
+}
+
+// postsAround returns up to n posts centred on id, newest first.
+func (s *Service) postsAround(ctx context.Context, channel string, id, n int) (Posts, error) {
+	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: id})
+	if err != nil {
+		return Posts{}, err
+	}
+	posts := res.Page.Content.Posts
+	all := make([]*parser.Post, len(posts))
+	for i := range posts {
+		all[len(posts)-1-i] = &posts[i]
+	}
+	// centre: the first post at or below id
+	c := len(all)
+	for i, p := range all {
+		if p.ID <= id {
+			c = i
+			break
+		}
+	}
+	start := max(0, min(c-n/2, len(all)-n))
+	end := min(len(all), start+n)
+	return Posts{
+		List:     all[start:end],
+		HasOlder: end < len(all) || res.Page.Meta.Offset.Before != 0,
+		HasNewer: start > 0 || res.Page.Meta.Offset.After != 0,
+	}, nil
+}
