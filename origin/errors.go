@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
 // Errors returned by Fetch; test them with errors.Is.
@@ -118,9 +118,9 @@ func RetryAfter(err error) (t time.Time, ok bool) {
 	return time.Time{}, false
 }
 
-// errNotPage is what a remembered parser.ErrNotPage failure unwraps to:
+// errNotPage is what a remembered tme.ErrNotPage failure unwraps to:
 // pages reports such bytes (a captcha, changed markup) as ErrUpstream.
-var errNotPage = fmt.Errorf("%w: %w", ErrUpstream, parser.ErrNotPage)
+var errNotPage = fmt.Errorf("%w: %w", ErrUpstream, tme.ErrNotPage)
 
 // failureCodes name the failures worth remembering for a moment, by a code
 // short enough to store in Valkey. Most specific first. Not remembered
@@ -140,7 +140,7 @@ var failureCodes = []struct {
 	{"truncated", ErrTruncated},
 	{"server", ErrServerError},
 	{"too_large", ErrTooLarge},
-	{"not_page", parser.ErrNotPage},
+	{"not_page", tme.ErrNotPage},
 	{"upstream", ErrUpstream},
 }
 

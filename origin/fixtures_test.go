@@ -10,7 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tmefeed/tmefeed/fixtures"
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
 // The client against the fixture origin: both sides must agree on t.me's
@@ -35,15 +35,15 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 		r    Request
 		want string
 	}{
-		{Request{Kind: parser.KindBody, Channel: "tmefeed_news"}, "tmefeed_news/100"},
-		{Request{Kind: parser.KindBody, Channel: "tmefeed_news", Position: 90}, "tmefeed_news/90"},
-		{Request{Kind: parser.KindMore, Channel: "tmefeed_news", Position: 99}, `tmefeed_news\/98`},
-		{Request{Kind: parser.KindMore, Channel: "tmefeed_news", Position: 90, After: true}, `tmefeed_news\/91`},
-		{Request{Kind: parser.KindMore, Channel: "tmefeed_news", Position: 5}, `""`}, // no posts there: an empty chunk
-		{Request{Kind: parser.KindPreview, Channel: "tmefeed_news"}, "tgme_page_title"},
-		{Request{Kind: parser.KindPreview, Channel: "nobody_here"}, "Contact @nobody_here"},
-		{Request{Kind: parser.KindEmbed, Channel: "tmefeed_news", Position: 100}, `data-post="tmefeed_news/100"`},
-		{Request{Kind: parser.KindEmbed, Channel: "tmefeed_news", Position: 7}, "Post not found"},
+		{Request{Kind: tme.KindBody, Channel: "tmefeed_news"}, "tmefeed_news/100"},
+		{Request{Kind: tme.KindBody, Channel: "tmefeed_news", Position: 90}, "tmefeed_news/90"},
+		{Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 99}, `tmefeed_news\/98`},
+		{Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 90, After: true}, `tmefeed_news\/91`},
+		{Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 5}, `""`}, // no posts there: an empty chunk
+		{Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}, "tgme_page_title"},
+		{Request{Kind: tme.KindPreview, Channel: "nobody_here"}, "Contact @nobody_here"},
+		{Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 100}, `data-post="tmefeed_news/100"`},
+		{Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 7}, "Post not found"},
 	} {
 		b, err := c.Fetch(ctx, tt.r)
 		if err != nil || !strings.Contains(string(b), tt.want) {
@@ -55,8 +55,8 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 	}
 
 	for _, r := range []Request{
-		{Kind: parser.KindBody, Channel: "some_group"}, // 302 to /some_group
-		{Kind: parser.KindBody, Channel: "nobody_here"},
+		{Kind: tme.KindBody, Channel: "some_group"}, // 302 to /some_group
+		{Kind: tme.KindBody, Channel: "nobody_here"},
 	} {
 		if _, err := c.Fetch(ctx, r); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s: err = %v, want ErrNotFound", r.Path(), err)
@@ -70,10 +70,10 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 	o.Reset()
 	o.SetFault("/s/tmefeed_news", fixtures.Fault{Truncate: true, Times: 1})
 	o.SetFault("/s/tmefeed_news/90", fixtures.Fault{Status: http.StatusServiceUnavailable, Times: 2})
-	if _, err := c.Fetch(ctx, Request{Kind: parser.KindBody, Channel: "tmefeed_news"}); err != nil {
+	if _, err := c.Fetch(ctx, Request{Kind: tme.KindBody, Channel: "tmefeed_news"}); err != nil {
 		t.Errorf("after one truncated body: %v", err)
 	}
-	if _, err := c.Fetch(ctx, Request{Kind: parser.KindBody, Channel: "tmefeed_news", Position: 90}); err != nil {
+	if _, err := c.Fetch(ctx, Request{Kind: tme.KindBody, Channel: "tmefeed_news", Position: 90}); err != nil {
 		t.Errorf("after two 503s: %v", err)
 	}
 	if a, b := o.Requests("/s/tmefeed_news"), o.Requests("/s/tmefeed_news/90"); a != 2 || b != 3 {
@@ -84,7 +84,7 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 	o.Reset()
 	o.SetFault("", fixtures.Fault{Status: http.StatusTooManyRequests, RetryAfter: "600"})
 	for range 3 {
-		if _, err := c.Fetch(ctx, Request{Kind: parser.KindPreview, Channel: "tmefeed_news"}); !errors.Is(err, ErrRateLimited) {
+		if _, err := c.Fetch(ctx, Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}); !errors.Is(err, ErrRateLimited) {
 			t.Fatalf("err = %v, want ErrRateLimited", err)
 		}
 	}

@@ -24,7 +24,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
 // Defaults for the zero fields of Config.
@@ -509,7 +509,7 @@ func (c *Client) attempt(ctx context.Context, h *host, r Request, path string) (
 	}
 	req.Header.Set("User-Agent", c.cfg.UserAgent)
 	req.Header.Set("Accept-Language", c.cfg.AcceptLanguage)
-	if r.Kind == parser.KindMore {
+	if r.Kind == tme.KindMore {
 		// What t.me's own page script sends when loading more posts.
 		req.Header.Set("Accept", acceptMore)
 		req.Header.Set("X-Requested-With", "XMLHttpRequest")

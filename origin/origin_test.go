@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
 // upstream is a test origin that counts requests per path (with query)
@@ -104,8 +104,8 @@ func status(code int) http.HandlerFunc {
 }
 
 var (
-	bodyReq    = Request{Kind: parser.KindBody, Channel: "tmefeed_news"}
-	previewReq = Request{Kind: parser.KindPreview, Channel: "tmefeed_news"}
+	bodyReq    = Request{Kind: tme.KindBody, Channel: "tmefeed_news"}
+	previewReq = Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}
 )
 
 func TestRequestPathAndKey(t *testing.T) {
@@ -115,12 +115,12 @@ func TestRequestPathAndKey(t *testing.T) {
 		method string
 		key    string
 	}{
-		{Request{Kind: parser.KindBody, Channel: "durov"}, "/s/durov", "GET", "tme:v1:page:{durov}:body:0"},
-		{Request{Kind: parser.KindBody, Channel: "durov", Position: 42}, "/s/durov/42", "GET", "tme:v1:page:{durov}:body:42"},
-		{Request{Kind: parser.KindMore, Channel: "durov", Position: 123}, "/s/durov?before=123", "POST", "tme:v1:page:{durov}:more:before:123"},
-		{Request{Kind: parser.KindMore, Channel: "durov", Position: 123, After: true}, "/s/durov?after=123", "POST", "tme:v1:page:{durov}:more:after:123"},
-		{Request{Kind: parser.KindPreview, Channel: "durov"}, "/durov", "GET", "tme:v1:page:{durov}:preview"},
-		{Request{Kind: parser.KindEmbed, Channel: "durov", Position: 5}, "/durov/5?embed=1", "GET", "tme:v1:page:{durov}:embed:5"},
+		{Request{Kind: tme.KindBody, Channel: "durov"}, "/s/durov", "GET", "tme:v1:page:{durov}:body:0"},
+		{Request{Kind: tme.KindBody, Channel: "durov", Position: 42}, "/s/durov/42", "GET", "tme:v1:page:{durov}:body:42"},
+		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123}, "/s/durov?before=123", "POST", "tme:v1:page:{durov}:more:before:123"},
+		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123, After: true}, "/s/durov?after=123", "POST", "tme:v1:page:{durov}:more:after:123"},
+		{Request{Kind: tme.KindPreview, Channel: "durov"}, "/durov", "GET", "tme:v1:page:{durov}:preview"},
+		{Request{Kind: tme.KindEmbed, Channel: "durov", Position: 5}, "/durov/5?embed=1", "GET", "tme:v1:page:{durov}:embed:5"},
 	}
 	for _, tt := range tests {
 		if got := tt.r.Path(); got != tt.path {
@@ -142,13 +142,13 @@ func TestInvalidRequestSendsNothing(t *testing.T) {
 	u := newUpstream(t, body("x"))
 	c := newClient(t, Config{BaseURL: u.URL})
 	bad := []Request{
-		{Kind: parser.KindBody, Channel: ""},
-		{Kind: parser.KindBody, Channel: "Durov"},
-		{Kind: parser.KindBody, Channel: "du/../rov"},
-		{Kind: parser.KindBody, Channel: "durov?x=1"},
-		{Kind: parser.KindBody, Channel: "durov", Position: -1},
-		{Kind: parser.KindMore, Channel: "durov"},
-		{Kind: parser.KindEmbed, Channel: "durov"},
+		{Kind: tme.KindBody, Channel: ""},
+		{Kind: tme.KindBody, Channel: "Durov"},
+		{Kind: tme.KindBody, Channel: "du/../rov"},
+		{Kind: tme.KindBody, Channel: "durov?x=1"},
+		{Kind: tme.KindBody, Channel: "durov", Position: -1},
+		{Kind: tme.KindMore, Channel: "durov"},
+		{Kind: tme.KindEmbed, Channel: "durov"},
 		{Kind: "weird", Channel: "durov"},
 	}
 	for _, r := range bad {
@@ -208,7 +208,7 @@ func TestFetchSendsBrowserHeaders(t *testing.T) {
 	mu.Unlock()
 
 	for _, after := range []bool{false, true} {
-		r := Request{Kind: parser.KindMore, Channel: "tmefeed_news", Position: 100, After: after}
+		r := Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 100, After: after}
 		if _, err := c.Fetch(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func TestFetchUsesHTTP2WhenOffered(t *testing.T) {
 func TestNotFound(t *testing.T) {
 	u := newUpstream(t, status(http.StatusNotFound))
 	c := newClient(t, Config{BaseURL: u.URL})
-	_, err := c.Fetch(context.Background(), Request{Kind: parser.KindEmbed, Channel: "tmefeed_news", Position: 9})
+	_, err := c.Fetch(context.Background(), Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 9})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
@@ -286,7 +286,7 @@ func TestRedirectOfSPageIsNotFound(t *testing.T) {
 		_, _ = w.Write([]byte("landing"))
 	})
 	c := newClient(t, Config{BaseURL: u.URL})
-	_, err := c.Fetch(context.Background(), Request{Kind: parser.KindBody, Channel: "some_group"})
+	_, err := c.Fetch(context.Background(), Request{Kind: tme.KindBody, Channel: "some_group"})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
@@ -698,7 +698,7 @@ func TestConcurrentFetches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := Request{Kind: parser.KindEmbed, Channel: "tmefeed_news", Position: i}
+			r := Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: i}
 			b, err := c.Fetch(context.Background(), r)
 			if err == nil && string(b) != r.Path() {
 				err = errors.New("wrong body " + string(b))

@@ -5,30 +5,30 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
 // Request names one t.me page.
 type Request struct {
-	Kind     parser.Kind // KindBody, KindMore, KindPreview or KindEmbed
-	Channel  string      // lower-cased, validated username
-	Position int         // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
-	After    bool        // more only: after=N instead of before=N
+	Kind     tme.Kind // KindBody, KindMore, KindPreview or KindEmbed
+	Channel  string   // lower-cased, validated username
+	Position int      // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
+	After    bool     // more only: after=N instead of before=N
 }
 
 // Path is the request's path and query on t.me.
 func (r Request) Path() string {
 	switch r.Kind {
-	case parser.KindBody:
+	case tme.KindBody:
 		if r.Position > 0 {
 			return "/s/" + r.Channel + "/" + strconv.Itoa(r.Position)
 		}
 		return "/s/" + r.Channel
-	case parser.KindMore:
+	case tme.KindMore:
 		return "/s/" + r.Channel + "?" + r.direction() + "=" + strconv.Itoa(r.Position)
-	case parser.KindPreview:
+	case tme.KindPreview:
 		return "/" + r.Channel
-	case parser.KindEmbed:
+	case tme.KindEmbed:
 		return "/" + r.Channel + "/" + strconv.Itoa(r.Position) + "?embed=1"
 	}
 	return ""
@@ -37,7 +37,7 @@ func (r Request) Path() string {
 // Method is the HTTP method t.me expects: "more" chunks are POSTed, as
 // t.me's own page script loads them.
 func (r Request) Method() string {
-	if r.Kind == parser.KindMore {
+	if r.Kind == tme.KindMore {
 		return http.MethodPost
 	}
 	return http.MethodGet
@@ -49,13 +49,13 @@ func (r Request) Method() string {
 func (r Request) Key() string {
 	prefix := "tme:v1:page:{" + r.Channel + "}:"
 	switch r.Kind {
-	case parser.KindBody:
+	case tme.KindBody:
 		return prefix + "body:" + strconv.Itoa(r.Position)
-	case parser.KindMore:
+	case tme.KindMore:
 		return prefix + "more:" + r.direction() + ":" + strconv.Itoa(r.Position)
-	case parser.KindPreview:
+	case tme.KindPreview:
 		return prefix + "preview"
-	case parser.KindEmbed:
+	case tme.KindEmbed:
 		return prefix + "embed:" + strconv.Itoa(r.Position)
 	}
 	return prefix + "unknown"
@@ -85,11 +85,11 @@ func (r Request) Validate() error {
 		}
 	}
 	switch r.Kind {
-	case parser.KindBody, parser.KindPreview:
+	case tme.KindBody, tme.KindPreview:
 		if r.Position < 0 {
 			return fmt.Errorf("%w: position %d", ErrInvalidRequest, r.Position)
 		}
-	case parser.KindMore, parser.KindEmbed:
+	case tme.KindMore, tme.KindEmbed:
 		if r.Position <= 0 {
 			return fmt.Errorf("%w: position %d", ErrInvalidRequest, r.Position)
 		}

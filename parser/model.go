@@ -1,5 +1,7 @@
 package parser
 
+import "github.com/tmefeed/tmefeed/internal/tme"
+
 // The types below are the one model every face of tmefeed is built from.
 // Their JSON follows telegram-me 1.x, so the REST v1 API can encode them
 // directly; other faces (GraphQL, feeds) adapt them in their own packages.
@@ -9,13 +11,13 @@ package parser
 // out when empty.
 
 // Kind is the kind of t.me page a byte slice holds.
-type Kind string
+type Kind = tme.Kind
 
 const (
-	KindBody    Kind = "body"    // t.me/s/<channel>[/<id>]
-	KindMore    Kind = "more"    // POST t.me/s/<channel>?before=N|after=N (a JSON string of HTML)
-	KindPreview Kind = "preview" // t.me/<channel>
-	KindEmbed   Kind = "embed"   // t.me/<channel>/<id>?embed=1
+	KindBody    = tme.KindBody    // t.me/s/<channel>[/<id>]
+	KindMore    = tme.KindMore    // POST t.me/s/<channel>?before=N|after=N (a JSON string of HTML)
+	KindPreview = tme.KindPreview // t.me/<channel>
+	KindEmbed   = tme.KindEmbed   // t.me/<channel>/<id>?embed=1
 )
 
 // Rich is text as plain string and as Telegram's inner HTML.

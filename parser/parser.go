@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
 var (
@@ -19,7 +21,7 @@ var (
 	// ErrPostNotFound: an embed page that shows Telegram's "post not found" message.
 	ErrPostNotFound = errors.New("parser: post not found")
 	// ErrNotPage: the bytes are not a t.me page of the expected kind.
-	ErrNotPage = errors.New("parser: not a t.me page of the expected kind")
+	ErrNotPage = tme.ErrNotPage
 )
 
 // ParseBody reads a channel page, t.me/s/<channel> or t.me/s/<channel>/<id>.
