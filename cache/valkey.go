@@ -18,6 +18,8 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"github.com/valkey-io/valkey-go"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/tmefeed/tmefeed/internal/keys"
 )
 
 // Defaults for ValkeyConfig's zero values.
@@ -445,7 +447,7 @@ func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, 
 	if err := v.failedRecently(ctx, key, true); err != nil {
 		return Entry{}, err
 	}
-	lease, token := leaseKey(key), newToken()
+	lease, token := keys.Lease(key), newToken()
 	waitUntil := time.Now().Add(v.cfg.LeaseWait)
 	poll := 10 * time.Millisecond
 	cached := true // whether the next read may be answered by L1
@@ -587,9 +589,9 @@ func (v *Valkey) failedRecently(ctx context.Context, key string, cached bool) er
 	err := v.do(ctx, func(ctx context.Context, c valkey.Client) error {
 		var r valkey.ValkeyResult
 		if cached {
-			r = c.DoCache(ctx, c.B().Get().Key(failedKey(key)).Cache(), v.cfg.LocalTTL)
+			r = c.DoCache(ctx, c.B().Get().Key(keys.Failed(key)).Cache(), v.cfg.LocalTTL)
 		} else {
-			r = c.Do(ctx, c.B().Get().Key(failedKey(key)).Build())
+			r = c.Do(ctx, c.B().Get().Key(keys.Failed(key)).Build())
 		}
 		var err error
 		s, err = r.ToString()
@@ -628,7 +630,7 @@ func (v *Valkey) remember(ctx context.Context, key string, err error) {
 	val := code + " " + strconv.FormatInt(until.UnixMilli(), 10)
 	ctx = context.WithoutCancel(ctx) // a load that timed out is worth remembering most
 	werr := v.do(ctx, func(ctx context.Context, c valkey.Client) error {
-		return c.Do(ctx, c.B().Set().Key(failedKey(key)).Value(val).PxMilliseconds(v.cfg.NegativeTTL.Milliseconds()).Build()).Error()
+		return c.Do(ctx, c.B().Set().Key(keys.Failed(key)).Value(val).PxMilliseconds(v.cfg.NegativeTTL.Milliseconds()).Build()).Error()
 	})
 	if werr != nil {
 		v.log.Debug("valkey: remembering a failure failed", "key", key, "err", werr)
@@ -663,7 +665,7 @@ func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loade
 		if v.failedRecently(lctx, key, true) != nil {
 			return // back off: a refresh failed moments ago, here or elsewhere
 		}
-		lease, token := leaseKey(key), newToken()
+		lease, token := keys.Lease(key), newToken()
 		won, err := v.acquire(lctx, lease, token)
 		if err != nil {
 			return // the stale copy was served; the breaker decides what comes next
@@ -700,7 +702,7 @@ func (v *Valkey) revalidate(ctx context.Context, key string, load Loader) (Entry
 		if err := v.failedRecently(ctx, key, true); err != nil {
 			return Entry{}, err
 		}
-		lease, token := leaseKey(key), newToken()
+		lease, token := keys.Lease(key), newToken()
 		won, err := v.acquire(ctx, lease, token)
 		if err != nil {
 			return Entry{}, err
@@ -798,7 +800,7 @@ func (v *Valkey) write(ctx context.Context, key string, e Entry) {
 			return c.Do(ctx, set).Error()
 		}
 		// A success ends a remembered failure: one round trip for both.
-		for _, r := range c.DoMulti(ctx, set, c.B().Del().Key(failedKey(key)).Build()) {
+		for _, r := range c.DoMulti(ctx, set, c.B().Del().Key(keys.Failed(key)).Build()) {
 			if err := r.Error(); err != nil {
 				return err
 			}
@@ -932,30 +934,6 @@ func (v *Valkey) Close() error {
 		(*cp).Close()
 	}
 	return v.fallback.Close()
-}
-
-// leaseKey names the lease guarding key, in the same cluster slot.
-func leaseKey(key string) string { return sideKey(key, "lease") }
-
-// failedKey names where a failed load of key is remembered.
-func failedKey(key string) string { return sideKey(key, "failed") }
-
-// sideKey names a key beside key, in the same cluster slot: a key with a
-// hash tag keeps it, and one without is wrapped in braces whole, which
-// hashes like the bare key. (A key holding a '}' but no tag cannot be
-// wrapped; its side key may land elsewhere, which only costs co-location.
-// The one command touching both, write's pipeline, then sends the two to
-// their own nodes.)
-func sideKey(key, suffix string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key + ":" + suffix
-		}
-	}
-	if strings.IndexByte(key, '}') >= 0 {
-		return key + ":" + suffix
-	}
-	return "{" + key + "}:" + suffix
 }
 
 func newToken() string {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/redistest"
 )
 
@@ -529,7 +530,7 @@ func TestValkeyLoadErrorPassesThrough(t *testing.T) {
 	if _, ok := storedValue(t, srv, key); ok {
 		t.Error("a failed load left a value in Valkey")
 	}
-	if _, err := srv.Do(ctx, "GET", leaseKey(key)); !errors.Is(err, redistest.ErrNil) {
+	if _, err := srv.Do(ctx, "GET", keys.Lease(key)); !errors.Is(err, redistest.ErrNil) {
 		t.Errorf("lease still held after the load failed (err %v)", err)
 	}
 }
@@ -695,40 +696,6 @@ func vkPage(rng *rand.Rand, n int) []byte {
 	return b.Bytes()
 }
 
-func TestLeaseKeySharesSlot(t *testing.T) {
-	for _, key := range []string{"tme:v1:page:{durov}:body:0", "tme:v1:resp:{durov}:post:5", "plain", "x{a}y{b}"} {
-		lease := leaseKey(key)
-		if lease == key {
-			t.Errorf("leaseKey(%q) is the key itself", key)
-		}
-		if got, want := hashSlot(lease), hashSlot(key); got != want {
-			t.Errorf("leaseKey(%q) = %q in slot %d, key in slot %d", key, lease, got, want)
-		}
-	}
-}
-
-// hashSlot is Valkey Cluster's key slot: CRC16 (XMODEM) of the hash tag,
-// or of the whole key without one, modulo 16384.
-func hashSlot(key string) uint16 {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
-
 // A failed load is remembered in Valkey: another process answers the key
 // with the failure, without loading, until the negative TTL passes.
 func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
@@ -749,7 +716,7 @@ func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
 	if _, err := a.Get(ctx, key, l.load); !errors.Is(err, errUpstream) {
 		t.Fatalf("first Get: err = %v, want the loader's", err)
 	}
-	if _, err := srv.Do(ctx, "GET", failedKey(key)); err != nil {
+	if _, err := srv.Do(ctx, "GET", keys.Failed(key)); err != nil {
 		t.Fatalf("the failure is not in Valkey: %v", err)
 	}
 	for _, v := range []*Valkey{a, b, b} {
@@ -770,7 +737,7 @@ func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
 	if e, err := b.Get(ctx, key, l.load); err != nil || string(e.Value) != "back" {
 		t.Fatalf("after the negative TTL: %q, %v", e.Value, err)
 	}
-	if _, err := srv.Do(ctx, "GET", failedKey(key)); !errors.Is(err, redistest.ErrNil) {
+	if _, err := srv.Do(ctx, "GET", keys.Failed(key)); !errors.Is(err, redistest.ErrNil) {
 		t.Errorf("the remembered failure outlived a success (err %v)", err)
 	}
 }
@@ -801,7 +768,7 @@ func TestValkeyFailedRefreshBacksOff(t *testing.T) {
 		t.Fatalf("Get = %q stale=%v, %v; want the stale copy", e.Value, e.Stale, err)
 	}
 	eventually(t, "the failed refresh to be remembered", func() bool {
-		_, err := srv.Do(ctx, "GET", failedKey(key))
+		_, err := srv.Do(ctx, "GET", keys.Failed(key))
 		return err == nil
 	})
 	for range 20 {

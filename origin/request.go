@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
@@ -43,22 +44,19 @@ func (r Request) Method() string {
 	return http.MethodGet
 }
 
-// Key is the cache key of the page's bytes. The channel sits in braces so a
-// page and everything derived from it share one Valkey Cluster slot; "v1"
-// changes whenever the stored format does.
+// Key is the cache key of the page's bytes (see package keys).
 func (r Request) Key() string {
-	prefix := "tme:v1:page:{" + r.Channel + "}:"
 	switch r.Kind {
 	case tme.KindBody:
-		return prefix + "body:" + strconv.Itoa(r.Position)
+		return keys.Page(r.Channel, "body:"+strconv.Itoa(r.Position))
 	case tme.KindMore:
-		return prefix + "more:" + r.direction() + ":" + strconv.Itoa(r.Position)
+		return keys.Page(r.Channel, "more:"+r.direction()+":"+strconv.Itoa(r.Position))
 	case tme.KindPreview:
-		return prefix + "preview"
+		return keys.Page(r.Channel, "preview")
 	case tme.KindEmbed:
-		return prefix + "embed:" + strconv.Itoa(r.Position)
+		return keys.Page(r.Channel, "embed:"+strconv.Itoa(r.Position))
 	}
-	return prefix + "unknown"
+	return keys.Page(r.Channel, "unknown")
 }
 
 func (r Request) direction() string {

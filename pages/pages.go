@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
@@ -243,7 +244,7 @@ func (s *Service) Preview(ctx context.Context, username string) (*parser.Preview
 }
 
 // Rendered returns response bytes rendered from the page r names, cached
-// beside the page under "tme:v1:resp:{channel}:" + key; key must say
+// beside the page under keys.Response(channel, key); key must say
 // everything render depends on (e.g. "body:0", "post:42"). On a hit
 // nothing is parsed or encoded. The rendered entry carries the page's
 // FetchedAt, so it goes stale when the page does. The returned bytes are
@@ -259,7 +260,7 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 	if r.Channel == "" {
 		return cache.Entry{}, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
-	full := "tme:v1:resp:{" + r.Channel + "}:" + key
+	full := keys.Response(r.Channel, key)
 	if s.hot != nil {
 		if e, ok := s.hot.GetIfPresent(full); ok && s.fresh(e) {
 			NoteRead(ctx, e.FetchedAt, false)
