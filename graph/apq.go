@@ -2,15 +2,15 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/maypok86/otter/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
-	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 )
 
@@ -18,6 +18,7 @@ import (
 const (
 	DefaultAPQBytes   = 1 << 20
 	DefaultQueryBytes = 4 << 20
+	DefaultAPQTTL     = time.Hour
 )
 
 // Heap estimates for the in-process GraphQL stores. stringEntryOverhead
@@ -34,11 +35,25 @@ const (
 	docEntryOverhead    = 88 + 256 // the node, and the document's fixed part
 )
 
+// KV is a plain key-value store: one read per Get, one write per Set.
+// (*cache.ValkeyKV is one.)
+type KV interface {
+	// Get returns the value under key; ok is false when there is none. An
+	// error means the store could not say.
+	Get(ctx context.Context, key string) (value []byte, ok bool, err error)
+	// Set stores value under key for ttl.
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+}
+
 // StoresConfig configures Stores.
 type StoresConfig struct {
 	// Shared backs automatic persisted queries so that every replica knows
-	// them; nil keeps them in this process only.
-	Shared cache.Cache
+	// them (Valkey); nil keeps them in this process only.
+	Shared KV
+	// APQTTL is how long Shared keeps a persisted query (DefaultAPQTTL).
+	// A query used since is still known to the replicas that used it; a
+	// client asking another is told to send the query again.
+	APQTTL time.Duration
 	// APQBytes bounds the persisted queries kept in process
 	// (DefaultAPQBytes); QueryBytes the parsed query documents
 	// (DefaultQueryBytes). Both count estimated heap bytes.
@@ -57,7 +72,8 @@ type Stores struct {
 func NewStores(cfg StoresConfig) (*Stores, error) {
 	setDefault(&cfg.APQBytes, DefaultAPQBytes)
 	setDefault(&cfg.QueryBytes, DefaultQueryBytes)
-	apq, err := newAPQStore(cfg.Shared, cfg.APQBytes)
+	setDefault(&cfg.APQTTL, DefaultAPQTTL)
+	apq, err := newAPQStore(cfg.Shared, cfg.APQTTL, cfg.APQBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -110,22 +126,20 @@ func (q *queryCache) Add(_ context.Context, query string, doc *ast.QueryDocument
 }
 
 // apqStore keeps automatic persisted queries: an in-process LRU in front of
-// the shared cache. The shared tier (Valkey when configured) lets a query
+// a shared store. The shared store (Valkey when configured) lets a query
 // registered through one replica be used through any other; the LRU keeps
-// hot queries a map lookup away and keeps APQ working when the shared tier
-// stores nothing (CACHE_MODE=off). A query lost from both is harmless: the
-// client is told PERSISTED_QUERY_NOT_FOUND and sends it again.
+// hot queries a map lookup away, and is the only store without Valkey. A
+// query lost from both is harmless: the client is told
+// PERSISTED_QUERY_NOT_FOUND and sends it again.
 type apqStore struct {
 	local  *otter.Cache[string, string]
-	shared cache.Cache // may be nil
+	shared KV // may be nil
+	ttl    time.Duration
 }
 
 var _ graphql.Cache[string] = (*apqStore)(nil)
 
-// errAPQMiss makes the shared cache report a miss without storing anything.
-var errAPQMiss = errors.New("persisted query not found")
-
-func newAPQStore(shared cache.Cache, maxBytes int64) (*apqStore, error) {
+func newAPQStore(shared KV, ttl time.Duration, maxBytes int64) (*apqStore, error) {
 	local, err := otter.New(&otter.Options[string, string]{
 		MaximumWeight: uint64(maxBytes),
 		Weigher: func(hash, query string) uint32 {
@@ -135,12 +149,11 @@ func newAPQStore(shared cache.Cache, maxBytes int64) (*apqStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("graph: APQ store: %w", err)
 	}
-	return &apqStore{local: local, shared: shared}, nil
+	return &apqStore{local: local, shared: shared, ttl: ttl}, nil
 }
 
-func apqKey(hash string) string { return "tme:v1:apq:" + hash }
-
-// Get returns the query stored under its SHA-256 hash.
+// Get returns the query stored under its SHA-256 hash. A shared store that
+// cannot answer counts as a miss: the client then sends the query.
 func (s *apqStore) Get(ctx context.Context, hash string) (string, bool) {
 	if q, ok := s.local.GetIfPresent(hash); ok {
 		return q, true
@@ -148,24 +161,21 @@ func (s *apqStore) Get(ctx context.Context, hash string) (string, bool) {
 	if s.shared == nil {
 		return "", false
 	}
-	e, err := s.shared.Get(ctx, apqKey(hash), func(context.Context) (cache.Entry, error) {
-		return cache.Entry{}, errAPQMiss
-	})
-	if err != nil || len(e.Value) == 0 {
+	b, ok, err := s.shared.Get(ctx, keys.APQ(hash))
+	if err != nil || !ok || len(b) == 0 {
 		return "", false
 	}
-	q := string(e.Value)
+	q := string(b)
 	s.local.Set(hash, q)
 	return q, true
 }
 
 // Add stores a query under its hash; gqlgen has checked that they match.
+// A failed shared write only costs other replicas a round trip.
 func (s *apqStore) Add(ctx context.Context, hash, query string) {
 	s.local.Set(hash, query)
 	if s.shared == nil {
 		return
 	}
-	_, _ = s.shared.Get(ctx, apqKey(hash), func(context.Context) (cache.Entry, error) {
-		return cache.Entry{Value: []byte(query)}, nil
-	})
+	_ = s.shared.Set(ctx, keys.APQ(hash), []byte(query), s.ttl)
 }

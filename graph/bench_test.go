@@ -174,7 +174,7 @@ func (fb *feedBench) handler(b *testing.B, noFastPath bool, ps *pages.Service) h
 	if err != nil {
 		b.Fatal(err)
 	}
-	gh, err := graph.NewHandler(graph.HandlerConfig{Pages: ps, Feed: fs, Cache: fb.env.cache, DisableFastPath: noFastPath})
+	gh, err := graph.NewHandler(graph.HandlerConfig{Pages: ps, Feed: fs, DisableFastPath: noFastPath})
 	if err != nil {
 		b.Fatal(err)
 	}

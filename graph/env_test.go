@@ -45,6 +45,7 @@ type envOptions struct {
 	maxDepth        int
 	corsOrigins     []string
 	shared          cache.Cache // another replica's cache
+	apq             graph.KV    // shared persisted queries
 	feedRefresh     time.Duration
 	timeout         time.Duration
 	maxExpensive    int
@@ -88,7 +89,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	cfg := graph.HandlerConfig{
 		Pages:                ps,
 		Feed:                 fs,
-		Cache:                store,
+		APQ:                  o.apq,
 		DisableFastPath:      o.disableFastPath,
 		DisableIntrospection: o.noIntrospection,
 		ComplexityLimit:      o.complexityLimit,

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph/ids"
+	"github.com/tmefeed/tmefeed/internal/redistest"
 )
 
 // The recorded channels of the fixture origin.
@@ -625,33 +627,75 @@ func TestGetAndPost(t *testing.T) {
 	}
 }
 
+// Persisted queries through two replicas sharing a Valkey, counted in the
+// commands Valkey runs: an unknown hash is one GET, registering a query one
+// SET, and a replica that does not know a query yet reads it with one GET.
+// Pages are cached in process here, so every command is the APQ store's.
 func TestAutomaticPersistedQueries(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	srv := redistest.Start(t)
+	e := newEnv(t, envOptions{apq: newValkeyKV(t, srv)})
 	q := `{ channel(username: "tmefeed_news") { title } }`
 	sum := sha256.Sum256([]byte(q))
 	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
 
+	before := commandStats(t, srv)
 	r := e.post(t, request{Extensions: ext})
 	if !slices.Equal(r.codes(), []string{"PERSISTED_QUERY_NOT_FOUND"}) {
 		t.Fatalf("unknown hash: %+v", r.Errors)
 	}
+	if got, want := commandsSince(t, srv, before), map[string]int64{"get": 1}; !maps.Equal(got, want) {
+		t.Errorf("an unknown hash ran %v in Valkey, want %v", got, want)
+	}
+	before = commandStats(t, srv)
 	r = e.post(t, request{Query: q, Extensions: ext})
 	if len(r.Errors) > 0 || !strings.Contains(string(r.Data), "title") {
 		t.Fatalf("registering: %s %+v", r.Data, r.Errors)
 	}
+	if got, want := commandsSince(t, srv, before), map[string]int64{"set": 1}; !maps.Equal(got, want) {
+		t.Errorf("registering ran %v in Valkey, want %v", got, want)
+	}
+	before = commandStats(t, srv)
 	for _, r := range []response{e.post(t, request{Extensions: ext}), e.get(t, request{Extensions: ext})} {
 		if len(r.Errors) > 0 || !strings.Contains(string(r.Data), "title") {
 			t.Errorf("by hash: %d %s %+v", r.status, r.Data, r.Errors)
 		}
 	}
-	// Another replica sharing the cache knows the query too.
-	other := newEnv(t, envOptions{shared: e.cache})
-	if r := other.get(t, request{Extensions: ext}); len(r.Errors) > 0 {
-		t.Errorf("another replica: %+v", r.Errors)
+	if got := commandsSince(t, srv, before); len(got) > 0 {
+		t.Errorf("known hashes ran %v in Valkey, want nothing: the replica keeps its own copy", got)
+	}
+
+	// Another replica, with a client of its own, knows the query too.
+	other := newEnv(t, envOptions{apq: newValkeyKV(t, srv)})
+	before = commandStats(t, srv)
+	if r := other.get(t, request{Extensions: ext}); len(r.Errors) > 0 || !strings.Contains(string(r.Data), "title") {
+		t.Errorf("another replica: %s %+v", r.Data, r.Errors)
+	}
+	if got, want := commandsSince(t, srv, before), map[string]int64{"get": 1}; !maps.Equal(got, want) {
+		t.Errorf("another replica's first use ran %v in Valkey, want %v", got, want)
 	}
 	bad := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": strings.Repeat("0", 64)}}
 	if r := e.post(t, request{Query: q, Extensions: bad}); len(r.Errors) == 0 {
 		t.Error("a query with a mismatched hash was accepted")
+	}
+}
+
+// Without a shared store, persisted queries work within the replica.
+func TestAutomaticPersistedQueriesInProcess(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	q := `{ channel(username: "tmefeed_news") { title } }`
+	sum := sha256.Sum256([]byte(q))
+	ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
+	if r := e.post(t, request{Extensions: ext}); !slices.Equal(r.codes(), []string{"PERSISTED_QUERY_NOT_FOUND"}) {
+		t.Fatalf("unknown hash: %+v", r.Errors)
+	}
+	if r := e.post(t, request{Query: q, Extensions: ext}); len(r.Errors) > 0 {
+		t.Fatalf("registering: %+v", r.Errors)
+	}
+	if r := e.get(t, request{Extensions: ext}); len(r.Errors) > 0 || !strings.Contains(string(r.Data), "title") {
+		t.Errorf("by hash: %d %s %+v", r.status, r.Data, r.Errors)
+	}
+	if r := newEnv(t, envOptions{}).get(t, request{Extensions: ext}); !slices.Equal(r.codes(), []string{"PERSISTED_QUERY_NOT_FOUND"}) {
+		t.Errorf("a replica sharing nothing knew the query: %+v", r.Errors)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 
-	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
 )
@@ -48,11 +47,11 @@ const maxMergePairs = 50_000
 type HandlerConfig struct {
 	Pages PageService   // required
 	Feed  *feed.Service // required
-	// Cache backs automatic persisted queries so that every replica knows
+	// APQ backs automatic persisted queries so that every replica knows
 	// them; nil keeps them in this process only. Used when Stores is nil.
-	Cache cache.Cache
+	APQ KV
 	// Stores are the in-process persisted queries and parsed documents;
-	// nil means NewStores with Cache and default bounds.
+	// nil means NewStores with APQ and default bounds.
 	Stores *Stores
 	// ComplexityLimit caps the cost of one operation. Every upstream page a
 	// field may fetch costs FetchCost; every object returned costs its
@@ -153,7 +152,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	stores := cfg.Stores
 	if stores == nil {
 		var err error
-		if stores, err = NewStores(StoresConfig{Shared: cfg.Cache}); err != nil {
+		if stores, err = NewStores(StoresConfig{Shared: cfg.APQ}); err != nil {
 			return nil, err
 		}
 	}

@@ -38,7 +38,14 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store 
 	if err != nil {
 		return nil, err
 	}
-	stores, err := graph.NewStores(graph.StoresConfig{Shared: store, APQBytes: budget.APQ, QueryBytes: budget.Queries})
+	// Persisted queries are shared through Valkey; without it the stores'
+	// own bounded map is all there is (a second in-process copy would only
+	// take memory).
+	var shared graph.KV
+	if v, ok := store.(*cache.Valkey); ok {
+		shared = v.KV()
+	}
+	stores, err := graph.NewStores(graph.StoresConfig{Shared: shared, APQBytes: budget.APQ, QueryBytes: budget.Queries})
 	if err != nil {
 		feeds.Close()
 		return nil, fmt.Errorf("graphql: %w", err)

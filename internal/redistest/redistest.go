@@ -338,17 +338,62 @@ func ping(addr string) error {
 // CommandCalls returns the calls counted by INFO commandstats for one command
 // (lower case, e.g. "get"); 0 when the command was never run.
 func (s *Server) CommandCalls(ctx context.Context, command string) (int64, error) {
-	info, err := s.Do(ctx, "INFO", "commandstats")
+	stats, err := s.CommandStats(ctx)
 	if err != nil {
 		return 0, err
 	}
-	prefix := "cmdstat_" + strings.ToLower(command) + ":calls="
+	return stats[strings.ToLower(command)], nil
+}
+
+// CommandStats returns the calls INFO commandstats counts for every command
+// run so far, by lower-case name ("get", "client|tracking"). The INFO that
+// reads them is counted too.
+func (s *Server) CommandStats(ctx context.Context) (map[string]int64, error) {
+	info, err := s.Do(ctx, "INFO", "commandstats")
+	if err != nil {
+		return nil, err
+	}
+	stats := make(map[string]int64)
 	for line := range strings.SplitSeq(info, "\n") {
-		line = strings.TrimSpace(line)
-		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			n, _, _ := strings.Cut(rest, ",")
-			return strconv.ParseInt(n, 10, 64)
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_")
+		if !ok {
+			continue
+		}
+		name, rest, ok := strings.Cut(rest, ":calls=")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redistest: commandstats line %q: %w", line, err)
+		}
+		stats[name] = n
+	}
+	return stats, nil
+}
+
+// connectionSetup are the commands a client sends when it opens a
+// connection, which valkey-go may do lazily at any call, and the INFO that
+// reads the counts: they cost once per connection, not per call.
+var connectionSetup = map[string]bool{
+	"hello": true, "client|tracking": true, "client|setname": true, "client|setinfo": true,
+	"select": true, "auth": true, "info": true,
+}
+
+// CommandsSince returns the commands run since before (a CommandStats
+// result) that are not connection setup, by name, leaving out those not
+// run at all.
+func (s *Server) CommandsSince(ctx context.Context, before map[string]int64) (map[string]int64, error) {
+	now, err := s.CommandStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	delta := make(map[string]int64)
+	for name, n := range now {
+		if d := n - before[name]; d > 0 && !connectionSetup[name] {
+			delta[name] = d
 		}
 	}
-	return 0, nil
+	return delta, nil
 }

@@ -34,3 +34,25 @@ func TestServerLifecycle(t *testing.T) {
 		t.Fatalf("GET after restart: err = %v; want ErrNil (restart starts empty)", err)
 	}
 }
+
+func TestCommandsSince(t *testing.T) {
+	s := Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before, err := s.CommandStats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"SET", "k", "v"}, {"GET", "k"}, {"GET", "k"}, {"CLIENT", "SETNAME", "x"}} {
+		if _, err := s.Do(ctx, cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.CommandsSince(ctx, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["set"] != 1 || got["get"] != 2 {
+		t.Errorf("CommandsSince = %v, want set 1 and get 2 (setup and INFO left out)", got)
+	}
+}
