@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/maypok86/otter/v2"
-	"golang.org/x/sync/singleflight"
+
+	"github.com/tmefeed/tmefeed/internal/flight"
 )
 
 const (
@@ -105,8 +106,8 @@ type Memory struct {
 	store       *otter.Cache[string, []byte]  // encoded entries; nil when Refresh is 0
 	failed      *otter.Cache[string, failure] // remembered failures; nil without negative caching
 	failures    Failures
-	group       singleflight.Group
-	refreshing  sync.Map // key → struct{}: background refreshes running
+	inFlight    flight.Group[Entry] // loads running, one per key: cold or refresh
+	refreshing  sync.Map            // key → struct{}: background refreshes running
 	codec       *Codec
 	refresh     time.Duration
 	hardTTL     time.Duration
@@ -265,20 +266,9 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 	if err := ctx.Err(); err != nil {
 		return Entry{}, fmt.Errorf("cache: get %q: %w", key, err)
 	}
-	// The load runs on its own goroutine, so each caller can stop waiting
-	// when its own ctx ends without cancelling the load for the others.
-	ch := m.group.DoChan(key, func() (any, error) {
+	return m.inFlight.Do(ctx, key, func(ctx context.Context) (Entry, error) {
 		return m.fill(ctx, key, load)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return Entry{}, r.Err
-		}
-		return r.Val.(Entry), nil
-	case <-ctx.Done():
-		return Entry{}, fmt.Errorf("cache: get %q: %w", key, ctx.Err())
-	}
 }
 
 // refreshInBackground reloads a stale key unless a reload of it is running
@@ -292,8 +282,8 @@ func (m *Memory) refreshInBackground(ctx context.Context, key string, load Loade
 	}
 	started := m.spawn(func() {
 		defer m.refreshing.Delete(key)
-		// Through the group, so a cold Get of the key joins this load.
-		_, _, _ = m.group.Do(key, func() (any, error) { return m.fill(ctx, key, load) })
+		// Through inFlight, so a cold Get of the key joins this refresh.
+		_, _ = m.inFlight.Wait(ctx, key, func(ctx context.Context) (Entry, error) { return m.fill(ctx, key, load) })
 	})
 	if !started {
 		m.refreshing.Delete(key)
@@ -333,7 +323,7 @@ func (m *Memory) remember(key string, err error) {
 	}
 }
 
-// fill runs once per key at a time, under singleflight.
+// fill runs once per key at a time (see inFlight), detached from its callers.
 func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, error) {
 	var prev []byte
 	if m.store != nil {
@@ -352,10 +342,10 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 		}
 	}
 
-	// Detached from the first caller: the load serves everyone who joined,
-	// and its result is worth storing even if they all gave up. The timeout
-	// keeps an unwatched load from running forever; Close ends it too.
-	lctx, cancel := context.WithTimeout(loading(context.WithoutCancel(ctx), prev != nil), m.loadTimeout)
+	// The load serves everyone who joined, and its result is worth storing
+	// even if they all gave up. The timeout keeps an unwatched load from
+	// running forever; Close ends it too.
+	lctx, cancel := context.WithTimeout(loading(ctx, prev != nil), m.loadTimeout)
 	defer cancel()
 	defer context.AfterFunc(m.base, cancel)()
 	m.loads.Add(1)

@@ -19,6 +19,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/internal/keys"
 )
 
@@ -137,9 +138,10 @@ type Valkey struct {
 
 	client atomic.Pointer[valkey.Client] // nil until connected
 
-	loads      singleflight.Group
-	refreshing sync.Map // key → struct{}: background refreshes running here
-	waiters    waiters
+	coldLoads     flight.Group[Entry] // one per key
+	revalidations singleflight.Group  // refreshes callers wait for, one per key; under the caller's ctx
+	refreshing    sync.Map            // key → struct{}: background refreshes running here
+	waiters       waiters
 
 	base   context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -415,22 +417,13 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 	if err := ctx.Err(); err != nil {
 		return Entry{}, fmt.Errorf("cache: get %q: %w", key, err)
 	}
-	// One cold load per key in this process; its goroutine outlives a caller
-	// that gives up, so the others still get the value.
-	ch := v.loads.DoChan(key, func() (any, error) {
+	// One cold load per key in this process; it outlives a caller that
+	// gives up, so the others still get the value.
+	return v.coldLoads.Do(ctx, key, func(ctx context.Context) (Entry, error) {
 		lctx, cancel := v.loadContext(ctx)
 		defer cancel()
 		return v.coldLoad(loading(lctx, false), key, load)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return Entry{}, r.Err
-		}
-		return r.Val.(Entry), nil
-	case <-ctx.Done():
-		return Entry{}, fmt.Errorf("cache: get %q: %w", key, ctx.Err())
-	}
 }
 
 // loadContext detaches a load from the caller that started it (keeping its
@@ -698,7 +691,7 @@ var errLeaseHeld = errors.New("cache: lease held elsewhere")
 // revalidate refreshes a stale key while the caller waits, if no process is
 // refreshing it and no refresh failed moments ago; see Revalidate.
 func (v *Valkey) revalidate(ctx context.Context, key string, load Loader) (Entry, error) {
-	r, err, _ := v.loads.Do("revalidate:"+key, func() (any, error) {
+	r, err, _ := v.revalidations.Do(key, func() (any, error) {
 		if err := v.failedRecently(ctx, key, true); err != nil {
 			return Entry{}, err
 		}

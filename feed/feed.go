@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
@@ -180,7 +181,7 @@ type Page struct {
 // Service builds feeds. It is safe for concurrent use.
 type Service struct {
 	cfg      Config
-	flights  singleflight.Group
+	rebuilds flight.Group[*build] // builds running, one per query
 	renders  singleflight.Group
 	kept     *otter.Cache[string, *build]
 	keptOwn  atomic.Int64 // own bytes of the kept builds (their pages not included)
@@ -469,21 +470,12 @@ func (s *Service) build(ctx context.Context, q query) (*build, error) {
 	if b, ok := s.kept.GetIfPresent(q.key); ok && b.valid(s.cfg.Now()) {
 		return b, nil
 	}
-	ch := s.flights.DoChan(q.key, func() (any, error) {
-		// Detached from the first caller: the build serves all of them.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.BuildTimeout)
+	// Detached from the callers: the build serves all of them.
+	return s.rebuilds.Do(ctx, q.key, func(ctx context.Context) (*build, error) {
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.BuildTimeout)
 		defer cancel()
 		return s.rebuild(ctx, q)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.(*build), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }
 
 // pageAge is what a build knows of the age of its pages.
