@@ -10,6 +10,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
+	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/internal/flight"
 )
 
@@ -153,21 +154,15 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	if cfg.MaxBytes < 0 || cfg.Refresh < 0 || cfg.HardTTL < 0 || cfg.LoadTimeout < 0 || cfg.NegativeTTL < 0 {
 		return nil, fmt.Errorf("cache: negative MemoryConfig value: %+v", cfg)
 	}
-	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = DefaultMaxBytes
-	}
+	defaults.Set(&cfg.MaxBytes, DefaultMaxBytes)
 	if cfg.HardTTL == 0 {
 		cfg.HardTTL = DefaultHardTTL(cfg.Refresh)
 	}
 	if cfg.HardTTL < cfg.Refresh {
 		return nil, fmt.Errorf("cache: HardTTL %v is shorter than Refresh %v", cfg.HardTTL, cfg.Refresh)
 	}
-	if cfg.LoadTimeout == 0 {
-		cfg.LoadTimeout = DefaultLoadTimeout
-	}
-	if cfg.NegativeTTL == 0 {
-		cfg.NegativeTTL = DefaultNegativeTTL
-	}
+	defaults.Set(&cfg.LoadTimeout, DefaultLoadTimeout)
+	defaults.Set(&cfg.NegativeTTL, DefaultNegativeTTL)
 	customClock := cfg.Now != nil
 	if !customClock {
 		cfg.Now = time.Now

@@ -19,6 +19,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/internal/keys"
 )
@@ -271,9 +272,7 @@ func (cfg *ValkeyConfig) fill() error {
 	if cfg.LocalMaxBytes < 0 || cfg.BreakerFailures < 0 || cfg.Connections < 0 {
 		return errors.New("cache: negative size in ValkeyConfig")
 	}
-	if cfg.Connections == 0 {
-		cfg.Connections = DefaultConnections
-	}
+	defaults.Set(&cfg.Connections, DefaultConnections)
 	if cfg.Connections&(cfg.Connections-1) != 0 || cfg.Connections > 1<<valkey.MaxPipelineMultiplex {
 		return fmt.Errorf("cache: ValkeyConfig.Connections %d: want a power of two up to %d", cfg.Connections, 1<<valkey.MaxPipelineMultiplex)
 	}
@@ -283,20 +282,16 @@ func (cfg *ValkeyConfig) fill() error {
 	if cfg.HardTTL < cfg.Refresh {
 		return fmt.Errorf("cache: HardTTL %v is shorter than Refresh %v", cfg.HardTTL, cfg.Refresh)
 	}
-	setDefault(&cfg.LocalTTL, DefaultLocalTTL)
-	setDefault(&cfg.Timeout, DefaultValkeyTimeout)
-	setDefault(&cfg.BreakerCoolDown, DefaultBreakerCoolDown)
-	setDefault(&cfg.LeaseTTL, DefaultLeaseTTL)
-	setDefault(&cfg.LeaseWait, DefaultLeaseWait)
-	setDefault(&cfg.PollInterval, DefaultPollInterval)
-	setDefault(&cfg.LoadTimeout, DefaultLoadTimeout)
-	setDefault(&cfg.NegativeTTL, DefaultNegativeTTL)
-	if cfg.LocalMaxBytes == 0 {
-		cfg.LocalMaxBytes = DefaultMaxBytes
-	}
-	if cfg.BreakerFailures == 0 {
-		cfg.BreakerFailures = DefaultBreakerFailures
-	}
+	defaults.Set(&cfg.LocalTTL, DefaultLocalTTL)
+	defaults.Set(&cfg.Timeout, DefaultValkeyTimeout)
+	defaults.Set(&cfg.BreakerCoolDown, DefaultBreakerCoolDown)
+	defaults.Set(&cfg.LeaseTTL, DefaultLeaseTTL)
+	defaults.Set(&cfg.LeaseWait, DefaultLeaseWait)
+	defaults.Set(&cfg.PollInterval, DefaultPollInterval)
+	defaults.Set(&cfg.LoadTimeout, DefaultLoadTimeout)
+	defaults.Set(&cfg.NegativeTTL, DefaultNegativeTTL)
+	defaults.Set(&cfg.LocalMaxBytes, DefaultMaxBytes)
+	defaults.Set(&cfg.BreakerFailures, DefaultBreakerFailures)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -304,12 +299,6 @@ func (cfg *ValkeyConfig) fill() error {
 		cfg.Now = time.Now
 	}
 	return nil
-}
-
-func setDefault(d *time.Duration, def time.Duration) {
-	if *d == 0 {
-		*d = def
-	}
 }
 
 // connect makes the client. A server without RESP3 client tracking gets a

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
@@ -248,14 +249,14 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Pages == nil {
 		return nil, errors.New("feed: Config.Pages is required")
 	}
-	setDefault(&cfg.MaxChannels, DefaultMaxChannels)
-	setDefault(&cfg.MaxFirst, DefaultMaxFirst)
-	setDefault(&cfg.Concurrency, DefaultConcurrency)
-	setDefault(&cfg.MaxAge, DefaultMaxAge)
-	setDefault(&cfg.BuildTimeout, DefaultBuildTimeout)
-	setDefault(&cfg.KeptBytes, DefaultKeptBytes)
-	setDefault(&cfg.RenderedBytes, DefaultRenderedBytes)
-	setDefault(&cfg.BuildingPages, 2*cfg.MaxChannels)
+	defaults.Set(&cfg.MaxChannels, DefaultMaxChannels)
+	defaults.Set(&cfg.MaxFirst, DefaultMaxFirst)
+	defaults.Set(&cfg.Concurrency, DefaultConcurrency)
+	defaults.Set(&cfg.MaxAge, DefaultMaxAge)
+	defaults.Set(&cfg.BuildTimeout, DefaultBuildTimeout)
+	defaults.Set(&cfg.KeptBytes, DefaultKeptBytes)
+	defaults.Set(&cfg.RenderedBytes, DefaultRenderedBytes)
+	defaults.Set(&cfg.BuildingPages, 2*cfg.MaxChannels)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -305,12 +306,6 @@ func (s *Service) keep(key string, b *build) {
 	}
 	s.keptOwn.Add(b.own)
 	s.kept.Set(key, b)
-}
-
-func setDefault[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // MaxChannels is the most channels one feed may name.

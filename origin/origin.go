@@ -24,6 +24,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
@@ -154,8 +155,8 @@ func New(cfg Config) (*Client, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	setDefault(&cfg.RequestTimeout, DefaultRequestTimeout)
-	setDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Set(&cfg.RequestTimeout, DefaultRequestTimeout)
+	defaults.Set(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	switch {
 	case cfg.MaxRetries == 0:
 		cfg.MaxRetries = DefaultMaxRetries
@@ -168,19 +169,19 @@ func New(cfg Config) (*Client, error) {
 	if cfg.AcceptLanguage == "" {
 		cfg.AcceptLanguage = DefaultAcceptLanguage
 	}
-	setDefault(&cfg.MaxConnsPerHost, DefaultMaxConnsPerHost)
-	setDefault(&cfg.DialTimeout, defaultDialTimeout)
-	setDefault(&cfg.TLSHandshakeTimeout, defaultTLSTimeout)
-	setDefault(&cfg.ResponseHeaderTimeout, defaultHeaderTimeout)
-	setDefault(&cfg.RetryBaseDelay, DefaultRetryBaseDelay)
-	setDefault(&cfg.RetryMaxDelay, DefaultRetryMaxDelay)
-	setDefault(&cfg.DefaultRetryAfter, DefaultRetryAfter)
-	setDefault(&cfg.MaxRetryAfter, DefaultMaxRetryAfter)
-	setDefault(&cfg.FallbackAfter, DefaultFallbackAfter)
-	setDefault(&cfg.FallbackCooldown, DefaultFallbackCooldown)
-	setDefault(&cfg.BreakerFailures, DefaultBreakerFailures)
-	setDefault(&cfg.BreakerCoolDown, DefaultBreakerCoolDown)
-	setDefault(&cfg.BreakerProbes, DefaultBreakerProbes)
+	defaults.Set(&cfg.MaxConnsPerHost, DefaultMaxConnsPerHost)
+	defaults.Set(&cfg.DialTimeout, defaultDialTimeout)
+	defaults.Set(&cfg.TLSHandshakeTimeout, defaultTLSTimeout)
+	defaults.Set(&cfg.ResponseHeaderTimeout, defaultHeaderTimeout)
+	defaults.Set(&cfg.RetryBaseDelay, DefaultRetryBaseDelay)
+	defaults.Set(&cfg.RetryMaxDelay, DefaultRetryMaxDelay)
+	defaults.Set(&cfg.DefaultRetryAfter, DefaultRetryAfter)
+	defaults.Set(&cfg.MaxRetryAfter, DefaultMaxRetryAfter)
+	defaults.Set(&cfg.FallbackAfter, DefaultFallbackAfter)
+	defaults.Set(&cfg.FallbackCooldown, DefaultFallbackCooldown)
+	defaults.Set(&cfg.BreakerFailures, DefaultBreakerFailures)
+	defaults.Set(&cfg.BreakerCoolDown, DefaultBreakerCoolDown)
+	defaults.Set(&cfg.BreakerProbes, DefaultBreakerProbes)
 	if cfg.RetryBudget == 0 {
 		cfg.RetryBudget = DefaultRetryBudget
 	}
@@ -216,12 +217,6 @@ func New(cfg Config) (*Client, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return c, nil
-}
-
-func setDefault[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // errExcluded reports an attempt that says nothing about the host's health
