@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
@@ -25,7 +24,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store cache.Cache, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, apq graph.KV, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -38,14 +37,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store 
 	if err != nil {
 		return nil, err
 	}
-	// Persisted queries are shared through Valkey; without it the stores'
-	// own bounded map is all there is (a second in-process copy would only
-	// take memory).
-	var shared graph.KV
-	if v, ok := store.(*cache.Valkey); ok {
-		shared = v.KV()
-	}
-	stores, err := graph.NewStores(graph.StoresConfig{Shared: shared, APQBytes: budget.APQ, QueryBytes: budget.Queries})
+	stores, err := graph.NewStores(graph.StoresConfig{Shared: apq, APQBytes: budget.APQ, QueryBytes: budget.Queries})
 	if err != nil {
 		feeds.Close()
 		return nil, fmt.Errorf("graphql: %w", err)

@@ -136,22 +136,22 @@ func previewNames(pagesFS fs.FS) []string {
 // stack is the service behind the listener: cache, origin client, page,
 // feed and GraphQL services and the HTTP handler, sized by one budget.
 type stack struct {
-	handler http.Handler
-	budget  memoryBudget
-	store   cache.Cache
-	pages   *pages.Service
-	feeds   *feed.Service
-	graph   *graph.Stores
+	handler   http.Handler
+	budget    memoryBudget
+	pageCache cache.Cache // page bytes and rendered answers
+	pages     *pages.Service
+	feeds     *feed.Service
+	graph     *graph.Stores
 }
 
 // newStack builds the service over the origin at originURL.
 func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL string, log *slog.Logger) (*stack, error) {
 	st := &stack{budget: splitBudget(int64(cfg.MemoryMaxMB)<<20, cfg.FeedMaxChannels)}
-	store, err := newCache(ctx, cfg, st.budget.Pages, log)
+	pageCache, err := newCache(ctx, cfg, st.budget.Pages, log)
 	if err != nil {
 		return nil, err
 	}
-	st.store = store
+	st.pageCache = pageCache
 	ocfg := origin.Config{
 		BaseURL:         originURL,
 		FallbackURL:     fallbackURL,
@@ -169,13 +169,20 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		return nil, fmt.Errorf("origin: %w", err)
 	}
 	st.pages = pages.New(pages.Config{
-		Cache:       store,
+		Cache:       pageCache,
 		Origin:      client,
 		Refresh:     cfg.Refresh,
 		HotBytes:    st.budget.Hot,
 		ParsedBytes: st.budget.Parsed,
 	})
-	gql, err := newGraphQL(cfg, st.budget, st.pages, store, log)
+	// Persisted queries are shared through Valkey; without it the GraphQL
+	// stores' own bounded map is all there is (a second in-process copy
+	// would only take memory).
+	var apq graph.KV
+	if v, ok := pageCache.(*cache.Valkey); ok {
+		apq = v.KV()
+	}
+	gql, err := newGraphQL(cfg, st.budget, st.pages, apq, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -203,8 +210,8 @@ func (st *stack) Close() {
 	if st.graph != nil {
 		st.graph.Close()
 	}
-	if st.store != nil {
-		_ = st.store.Close()
+	if st.pageCache != nil {
+		_ = st.pageCache.Close()
 	}
 }
 
@@ -235,7 +242,7 @@ func (st *stack) memory() memoryUsage {
 		Rendered: int64(fs.RenderedBytes),
 		GraphQL:  st.graph.Bytes(),
 	}
-	switch c := st.store.(type) {
+	switch c := st.pageCache.(type) {
 	case *cache.Memory:
 		u.Pages = int64(c.Stats().Bytes)
 	case *cache.Valkey:
