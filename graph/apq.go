@@ -10,6 +10,7 @@ import (
 	"github.com/maypok86/otter/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 )
@@ -70,9 +71,9 @@ type Stores struct {
 
 // NewStores returns the stores cfg describes.
 func NewStores(cfg StoresConfig) (*Stores, error) {
-	setDefault(&cfg.APQBytes, DefaultAPQBytes)
-	setDefault(&cfg.QueryBytes, DefaultQueryBytes)
-	setDefault(&cfg.APQTTL, DefaultAPQTTL)
+	defaults.Set(&cfg.APQBytes, DefaultAPQBytes)
+	defaults.Set(&cfg.QueryBytes, DefaultQueryBytes)
+	defaults.Set(&cfg.APQTTL, DefaultAPQTTL)
 	apq, err := newAPQStore(cfg.Shared, cfg.APQTTL, cfg.APQBytes)
 	if err != nil {
 		return nil, err

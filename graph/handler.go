@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
+	"github.com/tmefeed/tmefeed/internal/defaults"
 )
 
 // Defaults for zero Config fields.
@@ -110,23 +111,23 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	if cfg.Pages == nil || cfg.Feed == nil {
 		return nil, errors.New("graph: HandlerConfig.Pages and HandlerConfig.Feed are required")
 	}
-	setDefault(&cfg.FetchCost, DefaultFetchCost)
+	defaults.Set(&cfg.FetchCost, DefaultFetchCost)
 	// The largest feed the feed service allows must fit, with room for a
 	// full selection of its posts.
-	setDefault(&cfg.ComplexityLimit, max(DefaultComplexityLimit, cfg.Feed.MaxChannels()*cfg.FetchCost+100_000))
-	setDefault(&cfg.MaxDepth, DefaultMaxDepth)
-	setDefault(&cfg.MaxAliases, DefaultMaxAliases)
-	setDefault(&cfg.MaxRootFields, DefaultMaxRootFields)
-	setDefault(&cfg.MaxFields, DefaultMaxFields)
-	setDefault(&cfg.MaxIntrospectionDepth, max(DefaultMaxIntrospectionDepth, cfg.MaxDepth))
-	setDefault(&cfg.TokenLimit, DefaultTokenLimit)
-	setDefault(&cfg.Timeout, DefaultTimeout)
-	setDefault(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
-	setDefault(&cfg.MaxExpensive, max(1, runtime.GOMAXPROCS(0)/2))
-	setDefault(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
-	setDefault(&cfg.MaxPostsFirst, DefaultMaxPostsFirst)
-	setDefault(&cfg.MaxPreviews, cfg.Feed.MaxChannels())
-	setDefault(&cfg.Concurrency, DefaultConcurrency)
+	defaults.Set(&cfg.ComplexityLimit, max(DefaultComplexityLimit, cfg.Feed.MaxChannels()*cfg.FetchCost+100_000))
+	defaults.Set(&cfg.MaxDepth, DefaultMaxDepth)
+	defaults.Set(&cfg.MaxAliases, DefaultMaxAliases)
+	defaults.Set(&cfg.MaxRootFields, DefaultMaxRootFields)
+	defaults.Set(&cfg.MaxFields, DefaultMaxFields)
+	defaults.Set(&cfg.MaxIntrospectionDepth, max(DefaultMaxIntrospectionDepth, cfg.MaxDepth))
+	defaults.Set(&cfg.TokenLimit, DefaultTokenLimit)
+	defaults.Set(&cfg.Timeout, DefaultTimeout)
+	defaults.Set(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	defaults.Set(&cfg.MaxExpensive, max(1, runtime.GOMAXPROCS(0)/2))
+	defaults.Set(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Set(&cfg.MaxPostsFirst, DefaultMaxPostsFirst)
+	defaults.Set(&cfg.MaxPreviews, cfg.Feed.MaxChannels())
+	defaults.Set(&cfg.Concurrency, DefaultConcurrency)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -196,12 +197,6 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 
 	return front{next: srv}, nil
-}
-
-func setDefault[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 // complexity prices fields by the upstream pages they may fetch.
