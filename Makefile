@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 1m
 
-.PHONY: run test build bench fuzz up compose-config multiproc e2e playground reliability
+.PHONY: run test build bench fuzz up compose-config multiproc hitbench e2e playground reliability
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -39,6 +39,9 @@ compose-config: ## validate docker-compose.yml (needs no engine)
 
 multiproc: ## 3 tmefeed processes over one redis-server, 32 clients each for 20s: origin fetches must equal the minimum
 	$(GO) run ./tools/multiproc
+
+hitbench: ## cached GET /v1/body/tmefeed_news against a bare net/http server with the same bytes, 5 alternating rounds (HITBENCH_FLAGS="-path ...")
+	$(GO) run ./tools/hitbench $(HITBENCH_FLAGS)
 
 reliability: ## run the abuse, fault and memory suites; rewrite the figures table in docs/RELIABILITY.md
 	$(GO) run ./tools/reliability

@@ -253,3 +253,30 @@ func BenchmarkFeed100GraphQLRecheck(b *testing.B) {
 		b.Fatalf("builds = %d, want 1", fb.env.feed.Builds())
 	}
 }
+
+// A small cached GET: a 3-channel feed, the request tools/hitbench
+// measures against a bare server. Its cost is the request path around a
+// kept answer rather than the size of the answer.
+func BenchmarkFeed3GraphQLWarmGET(b *testing.B) {
+	e := newEnv(b, envOptions{})
+	doc := `{ feed(channels: ["tmefeed_news", "kanal_novostei", "emoji_party"], first: 20) { totalCount edges { node { post { id text { plain } } } } } }`
+	target := "/graphql?" + url.Values{"query": {doc}}.Encode()
+	h := e.srv.Config.Handler
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	w := &discard{h: http.Header{}}
+	get := func() int {
+		clear(w.h)
+		w.status, w.n = 0, 0
+		h.ServeHTTP(w, req)
+		if w.status != http.StatusOK || w.n < 1000 || w.h.Get("ETag") == "" {
+			b.Fatalf("GET: status %d, %d bytes, ETag %q", w.status, w.n, w.h.Get("ETag"))
+		}
+		return w.n
+	}
+	get()
+	b.SetBytes(int64(get()))
+	b.ReportAllocs()
+	for b.Loop() {
+		get()
+	}
+}

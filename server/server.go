@@ -300,10 +300,12 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req 
 
 // writeEntry writes cached response bytes as they are.
 func (h *handler) writeEntry(w http.ResponseWriter, e cache.Entry) {
+	// This is every cache hit: the keys are canonical already, so they are
+	// assigned rather than passed through Header.Set's canonicalization.
 	hd := w.Header()
-	hd.Set("Content-Type", "application/json; charset=utf-8")
-	hd.Set("Content-Length", strconv.Itoa(len(e.Value)))
-	hd.Set("Cache-Control", h.cacheControl(e.FetchedAt, e.Stale))
+	hd["Content-Type"] = []string{"application/json; charset=utf-8"}
+	hd["Content-Length"] = []string{strconv.Itoa(len(e.Value))}
+	hd["Cache-Control"] = []string{h.cacheControl(e.FetchedAt, e.Stale)}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(e.Value)
 }
@@ -315,7 +317,13 @@ func (h *handler) cacheControl(fetchedAt time.Time, stale bool) string {
 	if h.refresh <= 0 {
 		return "no-store"
 	}
-	return "public, max-age=" + strconv.Itoa(h.maxAge(fetchedAt, stale)) + ", stale-while-revalidate=" + h.swr
+	// Appended in one buffer: one allocation per hit instead of three.
+	var buf [80]byte
+	b := append(buf[:0], "public, max-age="...)
+	b = strconv.AppendInt(b, int64(h.maxAge(fetchedAt, stale)), 10)
+	b = append(b, ", stale-while-revalidate="...)
+	b = append(b, h.swr...)
+	return string(b)
 }
 
 func (h *handler) maxAge(fetchedAt time.Time, stale bool) int {
