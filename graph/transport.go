@@ -10,6 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -299,8 +301,47 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 	return 0, nil
 }
 
+// decodeJSON decodes b, which must hold one JSON value and nothing after
+// it, into v.
 func decodeJSON(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			what := "the value"
+			if te.Field != "" {
+				what = strconv.Quote(te.Field)
+			}
+			return fmt.Errorf("%s must be %s, not %s", what, jsonKind(te.Type), withArticle(te.Value))
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more follows the JSON value; send exactly one")
+	}
+	return nil
+}
+
+func withArticle(kind string) string {
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + kind
+}
+
+// jsonKind names the JSON type a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return withArticle(t.String())
 }
