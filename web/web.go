@@ -57,11 +57,12 @@ type Tab struct {
 
 // handler serves the page and the assets.
 type handler struct {
-	index  []byte
-	assets string
-	once   sync.Once
-	gz     map[string][]byte // gzip-compressed assets, made on first use
-	icoTag string            // ETag of favicon.ico
+	index    []byte
+	assets   string
+	versions map[string]string // asset name -> the version the page links
+	once     sync.Once
+	gz       map[string][]byte // gzip-compressed assets, made on first use
+	icoTag   string            // ETag of favicon.ico
 }
 
 // Handler returns the playground: the embedded files under cfg.Assets,
@@ -118,7 +119,11 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	return &handler{index: page.Bytes(), assets: cfg.Assets, icoTag: `"` + shortHash(ico) + `"`}, nil
+	versions := map[string]string{"favicon.svg": shortHash(svg)}
+	for name, v := range manifest.SHA256 {
+		versions[name] = v
+	}
+	return &handler{index: page.Bytes(), assets: cfg.Assets, versions: versions, icoTag: `"` + shortHash(ico) + `"`}, nil
 }
 
 // shortHash versions an asset's URL, as build.mjs does for dist/.
@@ -180,8 +185,10 @@ func (h *handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Add("Vary", "Accept-Encoding")
 	// The page links assets with their content hash, so they never change
-	// under one URL.
-	if r.URL.Query().Has("v") {
+	// under one URL. Another version is another release's (its page met
+	// this instance during a rolling deploy): these bytes must not be
+	// kept for good under that URL.
+	if v := r.URL.Query().Get("v"); v != "" && v == h.versions[name] {
 		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		hd.Set("Cache-Control", "no-cache")
