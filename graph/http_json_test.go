@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/tmefeed/tmefeed/graph"
 )
@@ -52,5 +53,29 @@ func TestMalformedJSONRefused(t *testing.T) {
 	// Whitespace after the value is not more.
 	if r := e.send(t, http.MethodPost, "/graphql", "{\"query\":\"{ __typename }\"}\n \t", "Content-Type", "application/json"); r.status != http.StatusOK {
 		t.Errorf("trailing whitespace: %d %s", r.status, r.body)
+	}
+}
+
+// Answers echo what the request holds (a name in failedChannels or a
+// preview result), so a request that is not UTF-8 is refused rather than
+// answered with bytes that are not UTF-8, or changed unseen.
+func TestRequestsMustBeUTF8(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	q := `{ previews(usernames: ["ab` + "\xff" + `cd"]) { username } }`
+	for _, c := range []struct{ name, method, target, body string }{
+		{"GET query", http.MethodGet, "/graphql?query=" + url.QueryEscape(q), ""},
+		{"GET variables", http.MethodGet, "/graphql?query=" + url.QueryEscape(`query($n: [String!]!) { previews(usernames: $n) { username } }`) + "&variables=" + url.QueryEscape(`{"n":["ab`+"\xff"+`cd"]}`), ""},
+		{"POST body", http.MethodPost, "/graphql", `{"query":"{ previews(usernames: [\"ab` + "\xff" + `cd\"]) { username } }"}`},
+	} {
+		for _, accept := range []string{acceptJSON, acceptResponse} {
+			r := e.send(t, c.method, c.target, c.body, "Accept", accept, "Content-Type", "application/json")
+			if !utf8.Valid(r.body) {
+				t.Errorf("%s (%s): the answer is not UTF-8: %q", c.name, accept, r.body)
+			}
+			resp, hasData := r.parsed(t)
+			if r.status != http.StatusBadRequest || hasData || !slices.Equal(resp.codes(), []string{graph.CodeBadRequest}) {
+				t.Errorf("%s (%s): %d %q, want 400 BAD_REQUEST", c.name, accept, r.status, r.body)
+			}
+		}
 	}
 }

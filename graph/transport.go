@@ -13,6 +13,7 @@ import (
 	"reflect"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -268,6 +269,13 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 		if err != nil {
 			return http.StatusBadRequest, fmt.Errorf("malformed query string: %w", err)
 		}
+		for _, k := range [...]string{"query", "operationName", "variables", "extensions"} {
+			// Answers echo names and text the request holds; they must
+			// stay UTF-8.
+			if !utf8.ValidString(q.Get(k)) {
+				return http.StatusBadRequest, fmt.Errorf("%s is not valid UTF-8 once percent-decoded", k)
+			}
+		}
 		params.Query = q.Get("query")
 		params.OperationName = q.Get("operationName")
 		if v := q.Get("variables"); v != "" {
@@ -294,6 +302,10 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	if len(body) > bigDocument && !takeTurn(ctx) {
 		return 0, errNoTurn
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would replace the bad bytes with U+FFFD unseen.
+		return http.StatusBadRequest, errors.New("request body is not valid UTF-8")
 	}
 	if err := decodeJSON(body, params); err != nil {
 		return http.StatusBadRequest, fmt.Errorf("request body could not be decoded: %w", err)
