@@ -79,3 +79,23 @@ func TestRequestsMustBeUTF8(t *testing.T) {
 		}
 	}
 }
+
+// A range (application/*, */*) covers the GraphQL response type too: a
+// client that refuses JSON but accepts the range gets that type, not 406.
+// The range alone still means JSON.
+func TestAcceptRangeCoversResponseType(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, c := range []struct{ accept, want string }{
+		{acceptJSON + ";q=0, application/*", acceptResponse},
+		{acceptJSON + ";q=0, */*;q=0.1", acceptResponse},
+		{"application/*;q=0.5, " + acceptJSON + ";q=0", acceptResponse},
+		{"application/*", acceptJSON},
+		{"*/*", acceptJSON},
+		{acceptResponse + ";q=0, application/*", acceptJSON},
+	} {
+		r := e.send(t, http.MethodPost, "/graphql", `{"query":"{ __typename }"}`, "Content-Type", "application/json", "Accept", c.accept)
+		if ct := r.header.Get("Content-Type"); r.status != http.StatusOK || !strings.HasPrefix(ct, c.want+";") {
+			t.Errorf("Accept %q: %d %q, want 200 %s", c.accept, r.status, ct, c.want)
+		}
+	}
+}
