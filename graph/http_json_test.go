@@ -36,6 +36,8 @@ func TestMalformedJSONRefused(t *testing.T) {
 		{"query a number", http.MethodPost, "/graphql", `{"query":1}`, `"query" must be a string, not a number`},
 		{"variables a string", http.MethodPost, "/graphql", `{"query":"{ __typename }","variables":"{}"}`, `"variables" must be an object, not a string`},
 		{"body a boolean", http.MethodPost, "/graphql", `true`, "must be an object, not a boolean"},
+		{"empty body", http.MethodPost, "/graphql", "", "the request has no query"},
+		{"blank body", http.MethodPost, "/graphql", " \n", "the request has no query"},
 		{"GET variables an array", http.MethodGet, get(`[1]`, ""), "", "must be an object, not an array"},
 	} {
 		for _, accept := range []string{acceptJSON, acceptResponse} {

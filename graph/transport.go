@@ -297,7 +297,10 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return http.StatusBadRequest, fmt.Errorf("could not read request body: %w", err)
 	}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+	switch b := bytes.TrimLeft(body, " \t\r\n"); {
+	case len(b) == 0:
+		return http.StatusBadRequest, errors.New(noQueryMessage)
+	case b[0] == '[':
 		return http.StatusBadRequest, errors.New("batched operations are not supported: send one operation per request")
 	}
 	if len(body) > bigDocument && !takeTurn(ctx) {
