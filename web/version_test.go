@@ -38,3 +38,30 @@ func TestAssetsImmutableOnlyAtTheirVersion(t *testing.T) {
 		}
 	}
 }
+
+// An asset is sent gzip-compressed only when Accept-Encoding allows gzip.
+func TestAssetGzipFollowsAcceptEncoding(t *testing.T) {
+	h, err := web.Handler(web.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		accept string
+		gzip   bool
+	}{
+		{"gzip", true},
+		{"br, gzip;q=0.5", true},
+		{"GZIP", true},
+		{"*", true},
+		{"gzip;q=0", false},
+		{"gzip; q=0.0, br", false},
+		{"*, gzip;q=0", false},
+		{"identity", false},
+		{"", false},
+	} {
+		r := serve(t, h, "/playground/assets/graphiql.min.js", "Accept-Encoding", c.accept)
+		if got := r.Header.Get("Content-Encoding") == "gzip"; got != c.gzip {
+			t.Errorf("Accept-Encoding %q: gzip %v, want %v", c.accept, got, c.gzip)
+		}
+	}
+}

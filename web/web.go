@@ -193,7 +193,7 @@ func (h *handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 	} else {
 		hd.Set("Cache-Control", "no-cache")
 	}
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		h.once.Do(h.compress)
 		if z, ok := h.gz[name]; ok {
 			hd.Set("Content-Encoding", "gzip")
@@ -238,4 +238,28 @@ func (h *handler) compress() {
 			h.gz[e.Name()] = buf.Bytes()
 		}
 	}
+}
+
+// acceptsGzip reports whether an Accept-Encoding value allows gzip: named
+// (or x-gzip, or *) with a weight above zero.
+func acceptsGzip(accept string) bool {
+	ok := false
+	for part := range strings.SplitSeq(accept, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		if coding != "gzip" && coding != "x-gzip" && coding != "*" {
+			continue
+		}
+		q := 1.0
+		if v, found := strings.CutPrefix(strings.ReplaceAll(strings.ToLower(params), " ", ""), "q="); found {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		if coding != "*" {
+			return q > 0 // named: its own weight decides
+		}
+		ok = q > 0
+	}
+	return ok
 }
