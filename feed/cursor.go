@@ -111,7 +111,13 @@ func (s *sealer) open(arg, c string, q query) (cursor, error) {
 	cipher.NewCTR(s.block, raw[:tagSize]).XORKeyStream(p, raw[tagSize:])
 	m := hmac.New(sha256.New, s.mac)
 	m.Write(p)
-	if !hmac.Equal(m.Sum(nil)[:tagSize], raw[:tagSize]) || p[0] != cursorVersion {
+	if !hmac.Equal(m.Sum(nil)[:tagSize], raw[:tagSize]) {
+		// Altered, or sealed under another key: the one a client can meet
+		// without a bug of its own is a key changed since it got the cursor.
+		return out, fmt.Errorf("%w: %s: %q is not a feed cursor of this server: altered, or sealed under a cursor key the server no longer uses; start again without %s",
+			ErrBadRequest, arg, truncate(c), arg)
+	}
+	if p[0] != cursorVersion {
 		return out, notACursor(arg, c)
 	}
 	for _, o := range Orders() {

@@ -753,7 +753,7 @@ func TestCursorIsOpaqueAndSealed(t *testing.T) {
 	if !slices.Equal(ids(got.Items), ids(want.Items)) || got.Items[0].Cursor != want.Items[0].Cursor {
 		t.Errorf("another process with the same key pages differently: %v, want %v", ids(got.Items), ids(want.Items))
 	}
-	if _, err := newKeyed("another secret").Feed(ctx, req); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") {
+	if _, err := newKeyed("another secret").Feed(ctx, req); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "is not a feed cursor") || !strings.Contains(err.Error(), "cursor key") {
 		t.Errorf("another key accepted the cursor: %v", err)
 	}
 }

@@ -28,8 +28,9 @@ const allowedMethods = "GET, HEAD, POST"
 // GraphQL response type (strict) when the client names it and weighs it
 // at least as much as JSON, else JSON. A missing Accept, */* and
 // application/* mean JSON, as the GraphQL-over-HTTP draft asks of servers
-// so that clients that predate the new type keep their status codes. ok
-// is false when Accept rules both out.
+// so that clients that predate the new type keep their status codes; a
+// client that refuses JSON but accepts such a range gets the GraphQL
+// type, which the range covers. ok is false when Accept rules both out.
 func negotiate(accept string) (strict, ok bool) {
 	if strings.TrimSpace(accept) == "" {
 		return false, true
@@ -57,18 +58,22 @@ func negotiate(accept string) (strict, ok bool) {
 			all = max(all, q)
 		}
 	}
-	// The most specific range that covers JSON gives its weight.
-	if js < 0 {
-		js = app
+	// The most specific range that covers a type gives its weight.
+	ranged := app
+	if ranged < 0 {
+		ranged = all
 	}
 	if js < 0 {
-		js = all
+		js = ranged
 	}
 	switch {
 	case gr > 0 && gr >= js:
 		return true, true
 	case js > 0:
 		return false, true
+	case gr < 0 && ranged > 0:
+		// JSON refused, the GraphQL type not named but within a range.
+		return true, true
 	}
 	return false, false
 }

@@ -10,7 +10,10 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"reflect"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -266,6 +269,13 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 		if err != nil {
 			return http.StatusBadRequest, fmt.Errorf("malformed query string: %w", err)
 		}
+		for _, k := range [...]string{"query", "operationName", "variables", "extensions"} {
+			// Answers echo names and text the request holds; they must
+			// stay UTF-8.
+			if !utf8.ValidString(q.Get(k)) {
+				return http.StatusBadRequest, fmt.Errorf("%s is not valid UTF-8 once percent-decoded", k)
+			}
+		}
 		params.Query = q.Get("query")
 		params.OperationName = q.Get("operationName")
 		if v := q.Get("variables"); v != "" {
@@ -287,11 +297,18 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return http.StatusBadRequest, fmt.Errorf("could not read request body: %w", err)
 	}
-	if b := bytes.TrimLeft(body, " \t\r\n"); len(b) > 0 && b[0] == '[' {
+	switch b := bytes.TrimLeft(body, " \t\r\n"); {
+	case len(b) == 0:
+		return http.StatusBadRequest, errors.New(noQueryMessage)
+	case b[0] == '[':
 		return http.StatusBadRequest, errors.New("batched operations are not supported: send one operation per request")
 	}
 	if len(body) > bigDocument && !takeTurn(ctx) {
 		return 0, errNoTurn
+	}
+	if !utf8.Valid(body) {
+		// encoding/json would replace the bad bytes with U+FFFD unseen.
+		return http.StatusBadRequest, errors.New("request body is not valid UTF-8")
 	}
 	if err := decodeJSON(body, params); err != nil {
 		return http.StatusBadRequest, fmt.Errorf("request body could not be decoded: %w", err)
@@ -299,8 +316,47 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 	return 0, nil
 }
 
+// decodeJSON decodes b, which must hold one JSON value and nothing after
+// it, into v.
 func decodeJSON(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	return dec.Decode(v)
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			what := "the value"
+			if te.Field != "" {
+				what = strconv.Quote(te.Field)
+			}
+			return fmt.Errorf("%s must be %s, not %s", what, jsonKind(te.Type), withArticle(te.Value))
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more follows the JSON value; send exactly one")
+	}
+	return nil
+}
+
+func withArticle(kind string) string {
+	switch kind {
+	case "object", "array":
+		return "an " + kind
+	case "bool":
+		return "a boolean"
+	}
+	return "a " + kind
+}
+
+// jsonKind names the JSON type a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return withArticle(t.String())
 }

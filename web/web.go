@@ -57,11 +57,12 @@ type Tab struct {
 
 // handler serves the page and the assets.
 type handler struct {
-	index  []byte
-	assets string
-	once   sync.Once
-	gz     map[string][]byte // gzip-compressed assets, made on first use
-	icoTag string            // ETag of favicon.ico
+	index    []byte
+	assets   string
+	versions map[string]string // asset name -> the version the page links
+	once     sync.Once
+	gz       map[string][]byte // gzip-compressed assets, made on first use
+	icoTag   string            // ETag of favicon.ico
 }
 
 // Handler returns the playground: the embedded files under cfg.Assets,
@@ -118,7 +119,11 @@ func Handler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("web: %w", err)
 	}
-	return &handler{index: page.Bytes(), assets: cfg.Assets, icoTag: `"` + shortHash(ico) + `"`}, nil
+	versions := map[string]string{"favicon.svg": shortHash(svg)}
+	for name, v := range manifest.SHA256 {
+		versions[name] = v
+	}
+	return &handler{index: page.Bytes(), assets: cfg.Assets, versions: versions, icoTag: `"` + shortHash(ico) + `"`}, nil
 }
 
 // shortHash versions an asset's URL, as build.mjs does for dist/.
@@ -180,13 +185,15 @@ func (h *handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Add("Vary", "Accept-Encoding")
 	// The page links assets with their content hash, so they never change
-	// under one URL.
-	if r.URL.Query().Has("v") {
+	// under one URL. Another version is another release's (its page met
+	// this instance during a rolling deploy): these bytes must not be
+	// kept for good under that URL.
+	if v := r.URL.Query().Get("v"); v != "" && v == h.versions[name] {
 		hd.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		hd.Set("Cache-Control", "no-cache")
 	}
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
 		h.once.Do(h.compress)
 		if z, ok := h.gz[name]; ok {
 			hd.Set("Content-Encoding", "gzip")
@@ -231,4 +238,28 @@ func (h *handler) compress() {
 			h.gz[e.Name()] = buf.Bytes()
 		}
 	}
+}
+
+// acceptsGzip reports whether an Accept-Encoding value allows gzip: named
+// (or x-gzip, or *) with a weight above zero.
+func acceptsGzip(accept string) bool {
+	ok := false
+	for part := range strings.SplitSeq(accept, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		if coding != "gzip" && coding != "x-gzip" && coding != "*" {
+			continue
+		}
+		q := 1.0
+		if v, found := strings.CutPrefix(strings.ReplaceAll(strings.ToLower(params), " ", ""), "q="); found {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		if coding != "*" {
+			return q > 0 // named: its own weight decides
+		}
+		ok = q > 0
+	}
+	return ok
 }
