@@ -397,6 +397,10 @@ type query struct {
 	filter   filter
 }
 
+// maxNamesPerChannel bounds a channel list as sent, duplicates included,
+// relative to the distinct channels a feed may merge.
+const maxNamesPerChannel = 4
+
 func (s *Service) normalize(req Request) (query, error) {
 	var q query
 	switch {
@@ -410,8 +414,10 @@ func (s *Service) normalize(req Request) (query, error) {
 	if len(req.Channels) == 0 {
 		return q, fmt.Errorf("%w: no channels given", ErrBadRequest)
 	}
-	if len(req.Channels) > s.cfg.MaxChannels {
-		return q, fmt.Errorf("%w: %d channels given, at most %d allowed", ErrBadRequest, len(req.Channels), s.cfg.MaxChannels)
+	// Duplicates are ignored, so the limit counts distinct names; the list
+	// as sent is bounded too, so that normalizing it stays cheap.
+	if len(req.Channels) > maxNamesPerChannel*s.cfg.MaxChannels {
+		return q, fmt.Errorf("%w: %d channels given, at most %d distinct allowed", ErrBadRequest, len(req.Channels), s.cfg.MaxChannels)
 	}
 	if req.First < 0 || req.First > s.cfg.MaxFirst {
 		return q, fmt.Errorf("%w: first must be from 0 to %d", ErrBadRequest, s.cfg.MaxFirst)
@@ -438,6 +444,9 @@ func (s *Service) normalize(req Request) (query, error) {
 			seen[name] = true
 			q.channels = append(q.channels, name)
 		}
+	}
+	if n := len(q.channels) + len(q.invalid); n > s.cfg.MaxChannels {
+		return q, fmt.Errorf("%w: %d distinct channels given, at most %d allowed", ErrBadRequest, n, s.cfg.MaxChannels)
 	}
 	slices.Sort(q.channels)
 	var k strings.Builder

@@ -307,9 +307,24 @@ func TestFailuresAndBadInput(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("chan%03d", i)
 	}
+	// Duplicates are ignored, so the limit is on distinct names: 150 spellings
+	// of one channel are one channel; a list far beyond the limit is refused
+	// as sent.
+	copies := make([]string, 150)
+	for i := range copies {
+		copies[i] = [...]string{"alpha", "@alpha", "ALPHA"}[i%3]
+	}
+	if _, err := s.Feed(context.Background(), Request{Channels: copies, First: 1}); err != nil {
+		t.Errorf("150 spellings of one channel: %v", err)
+	}
+	flood := make([]string, 4*100+1)
+	for i := range flood {
+		flood[i] = "alpha"
+	}
 	for _, req := range []Request{
 		{},
 		{Channels: many, First: 1},
+		{Channels: flood, First: 1},
 		{Channels: []string{"alpha"}, First: -1},
 		{Channels: []string{"alpha"}, First: 2001},
 		{Channels: []string{"alpha"}, First: 1, After: "not-a-cursor"},
