@@ -140,6 +140,7 @@ func abuseCases(t *testing.T) []abuseCase {
 		{name: "fan-out among many operations", class: "fan-out", query: "query a { __typename } query b { __typename } " + fanOutDoc("query c { ...F0 }", "Query", "__typename", 30, 2, false), operationName: "a", code: complexity},
 		{name: "fan-out sent with its persisted-query hash", class: "fan-out", query: fan30, extensions: apq(fan30), code: complexity},
 		{name: "fan-out by persisted-query hash alone, GET", class: "fan-out", get: true, extensions: apq(fan30), code: complexity},
+		{name: "a chain of 1,000 fragments", class: "fan-out", query: "{ ...F0 }" + fanOutDoc("", "Query", "__typename", 1000, 1, false), code: complexity, message: "pairs"},
 		{name: "fragment cycle", class: "fan-out", query: `{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }`, status: http.StatusOK, code: validation, message: "cycles"},
 		{name: "fragment cycle through 500 fragments", class: "fan-out", query: "{ ...F0 }" + fanOutDoc("", "Query", "...F0", 500, 1, false), status: http.StatusOK, code: validation, message: "cycles"},
 		{name: "fragment cycle that no operation uses", class: "fan-out", query: `{ __typename } fragment A on Query { ...A }`, code: validation, message: "cycles"},
