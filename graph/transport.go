@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -217,17 +218,27 @@ func takeTurn(ctx context.Context) bool {
 	return !ok || t.take(ctx)
 }
 
-// gate admits a bounded number of holders at once.
+// gate admits a bounded number of holders at once, and lets a bounded
+// number wait: a waiter holds its request (up to 64 KiB read, for a large
+// one) for as long as g.wait, so a flood of thousands of new documents
+// would otherwise hold hundreds of megabytes in the queue.
 type gate struct {
-	slots chan struct{}
-	wait  time.Duration
+	slots      chan struct{}
+	wait       time.Duration
+	waiting    atomic.Int64
+	maxWaiting int64
 }
 
+// waitersPerSlot bounds the queue at the gate: more than the slots can
+// serve within expensiveWait, unless each turn takes over 60 ms.
+const waitersPerSlot = 32
+
 func newGate(n int, wait time.Duration) *gate {
-	return &gate{slots: make(chan struct{}, n), wait: wait}
+	return &gate{slots: make(chan struct{}, n), wait: wait, maxWaiting: int64(n) * waitersPerSlot}
 }
 
 // enter takes a slot, waiting at most g.wait, and returns its release.
+// When the queue is full it fails at once.
 func (g *gate) enter(ctx context.Context) (release func(), ok bool) {
 	release = func() { <-g.slots }
 	select {
@@ -235,6 +246,11 @@ func (g *gate) enter(ctx context.Context) (release func(), ok bool) {
 		return release, true
 	default:
 	}
+	if g.waiting.Add(1) > g.maxWaiting {
+		g.waiting.Add(-1)
+		return nil, false
+	}
+	defer g.waiting.Add(-1)
 	timer := time.NewTimer(g.wait)
 	defer timer.Stop()
 	select {
