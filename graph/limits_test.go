@@ -159,6 +159,7 @@ func TestMeasureLimits(t *testing.T) {
 		{"a chain of fragments, each with a field", "{ ...A0 } " + chain("A", 800, "__typename"), "pairs"},
 		{"an unused chain of fragments", "{ __typename } " + chain("A", 800, "__typename"), "pairs"},
 		{"chains below fields of one key", `{ channel(username: "x") { ...A0 } channel(username: "x") { ...B0 } } ` + chainOn("Channel", "A", 450, "") + chainOn("Channel", "B", 450, ""), "pairs"},
+		{"copies of nested copies", `{ channel(username: "x") { ` + copies([]string{"posts", "edges", "node", "id"}, 5) + `} }`, "pairs"},
 		{"aliases in introspection", `{ __schema { ` + aliases.String() + `} } fragment T on __Type { ` + fieldAliases.String() + `}`, "aliases"},
 		{"introspection lists nested", `{ __schema { types { ` + rep("fields { type { ", 5) + "fields { name }" + rep(" } }", 5) + ` } } }`, "estimated"},
 		{"introspection too deep", `{ __type(name: "Post") { ` + rep("ofType { ", 16) + "name" + rep(" }", 16) + ` } }`, "introspection selection"},
@@ -183,6 +184,15 @@ func TestMeasureLimits(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// copies selects path n times, each selecting the rest of it n times:
+// n + n² + … fields, each set repeating one key n times.
+func copies(path []string, n int) string {
+	if len(path) == 1 {
+		return strings.Repeat(path[0]+" ", n)
+	}
+	return strings.Repeat(path[0]+" { "+copies(path[1:], n)+"} ", n)
 }
 
 // chain is n fragments on Query, prefix0 to prefix(n-1), each selecting
