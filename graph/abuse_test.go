@@ -539,3 +539,31 @@ func TestAbuseGraphQLBusy(t *testing.T) {
 		t.Errorf("introspection once the turn is free: %+v", r.Errors)
 	}
 }
+
+// Large answers take room while the executor builds them: while one holds
+// it (its page is held up at the origin), another is told to retry rather
+// than building a second answer beside it; small queries are answered.
+func TestAbuseGraphQLAnswerRoom(t *testing.T) {
+	e := newEnv(t, envOptions{maxValues: 3000, timeout: 4 * time.Second})
+	large := func(name string) string {
+		return `{ channel(username: "` + name + `") { posts(first: 100) { edges { cursor node { id messageId channel url date edited views viewsText author isService text { plain html } media { kind url } reactions { emoji count } inlineButtons { text url } } } } } }`
+	}
+	if r := e.query(t, large("tmefeed_news"), nil); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	e.stallOrigin(t)
+	go func() {
+		body, _ := json.Marshal(request{Query: large("durov")})
+		_, _ = postRaw(t.Context(), e.srv.Client(), e.srv.URL+"/graphql", body)
+	}()
+	for e.origin.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if r := e.query(t, `{ __typename }`, nil); len(r.Errors) > 0 {
+		t.Errorf("a small query while a large answer is built: %d %s", r.status, r.raw)
+	}
+	r := e.query(t, large("telegram"), nil)
+	if r.status != http.StatusServiceUnavailable || !slices.Equal(r.codes(), []string{"RATE_LIMITED"}) {
+		t.Errorf("a second large answer while one is built: %d %.300s", r.status, r.raw)
+	}
+}

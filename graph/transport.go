@@ -13,9 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	gqlcomplexity "github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/tmefeed/tmefeed/pages"
 )
@@ -115,6 +117,39 @@ type runner struct {
 	refresh     time.Duration // the cache's refresh point; 0: nothing is cacheable
 	swr         string        // stale-while-revalidate, in seconds
 	now         func() time.Time
+	// values bounds the answers the executor builds at once, weighed in
+	// the values valued estimates they hold (see room); nil: no bound.
+	values    *semaphore.Weighted
+	maxValues int64
+	valued    graphql.ExecutableSchema
+}
+
+// smallAnswer is the estimated values below which an operation takes no
+// room: its answer is kilobytes.
+const smallAnswer = 2_000
+
+// room holds room for the answer of rc while the executor builds it,
+// waiting at most expensiveWait. The executor holds a whole answer in
+// memory, several times its JSON while it builds it (20 MB for a
+// 2,000-post feed of 2.6 MB), and each distinct selection of a feed is
+// rendered afresh, so concurrent large answers alone would outgrow any
+// memory budget. An answer is weighed by its estimated values: the
+// complexity of the operation with upstream pages priced at nothing.
+func (run *runner) room(ctx context.Context, rc *graphql.OperationContext) (release func(), ok bool) {
+	if run.values == nil {
+		return func() {}, true
+	}
+	n := int64(gqlcomplexity.Calculate(ctx, run.valued, rc.Operation, rc.Variables))
+	if n < smallAnswer {
+		return func() {}, true
+	}
+	n = min(n, run.maxValues)
+	wctx, cancel := context.WithTimeout(ctx, expensiveWait)
+	defer cancel()
+	if run.values.Acquire(wctx, n) != nil {
+		return nil, false
+	}
+	return func() { run.values.Release(n) }, true
 }
 
 func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor, rc *graphql.OperationContext) {
@@ -123,7 +158,12 @@ func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor
 		return
 	}
 	if run.fast != nil {
-		if parts, ok := run.fast.serve(ctx, exec, rc); ok {
+		parts, ok, busy := run.fast.serve(ctx, exec, rc)
+		if busy {
+			a.busy()
+			return
+		}
+		if ok {
 			n := 0
 			for _, p := range parts {
 				n += len(p)
@@ -136,6 +176,12 @@ func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor
 			return
 		}
 	}
+	release, ok := run.room(ctx, rc)
+	if !ok {
+		a.busy()
+		return
+	}
+	defer release()
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
 	if a.r.Context().Err() != nil {
