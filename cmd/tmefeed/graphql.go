@@ -51,6 +51,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, store 
 		Timeout:              cfg.GraphQLTimeout,
 		MaxResponseBytes:     cfg.GraphQLMaxMB << 20,
 		MaxExpensive:         cfg.GraphQLMaxExpensive,
+		MaxExecutingValues:   budget.AnswerValues,
 		Refresh:              cfg.Refresh,
 		Logger:               log,
 	})
