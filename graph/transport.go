@@ -122,14 +122,19 @@ type runner struct {
 	values    *semaphore.Weighted
 	maxValues int64
 	valued    graphql.ExecutableSchema
+	waiting   atomic.Int64 // operations waiting for room
 }
+
+// maxRoomWaiting bounds the operations waiting for room, as
+// waitersPerSlot bounds those at the gate.
+const maxRoomWaiting = 64
 
 // smallAnswer is the estimated values below which an operation takes no
 // room: its answer is kilobytes.
 const smallAnswer = 2_000
 
 // room holds room for the answer of rc while the executor builds it,
-// waiting at most expensiveWait. The executor holds a whole answer in
+// waiting at most as long as at the gate. The executor holds a whole answer in
 // memory, several times its JSON while it builds it (20 MB for a
 // 2,000-post feed of 2.6 MB), and each distinct selection of a feed is
 // rendered afresh, so concurrent large answers alone would outgrow any
@@ -144,10 +149,17 @@ func (run *runner) room(ctx context.Context, rc *graphql.OperationContext) (rele
 		return func() {}, true
 	}
 	n = min(n, run.maxValues)
-	wctx, cancel := context.WithTimeout(ctx, expensiveWait)
-	defer cancel()
-	if run.values.Acquire(wctx, n) != nil {
-		return nil, false
+	if !run.values.TryAcquire(n) {
+		if run.waiting.Add(1) > maxRoomWaiting {
+			run.waiting.Add(-1)
+			return nil, false
+		}
+		defer run.waiting.Add(-1)
+		wctx, cancel := context.WithTimeout(ctx, run.gate.wait)
+		defer cancel()
+		if run.values.Acquire(wctx, n) != nil {
+			return nil, false
+		}
 	}
 	return func() { run.values.Release(n) }, true
 }
