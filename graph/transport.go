@@ -230,7 +230,7 @@ func introspects(rc *graphql.OperationContext) bool {
 }
 
 func busyError() *gqlerror.Error {
-	err := gqlerror.Errorf("too many expensive operations (introspection, new or large documents) are running; retry in a moment")
+	err := gqlerror.Errorf("too many expensive operations (introspection, new or large documents, large answers) are running; retry in a moment")
 	err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": 1}
 	return err
 }
