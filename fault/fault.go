@@ -118,6 +118,7 @@ const (
 	msgRateLimited  = "Telegram is rate-limiting requests and no cached copy is held; retry later"
 	msgUnavailable  = "Telegram keeps failing, so it is not being asked for now, and no cached copy is held; retry later"
 	msgTimeout      = "Telegram did not answer in time"
+	msgBusy         = "the server is busy with other pages and feeds and no cached copy is held; retry in a moment"
 	msgCanceled     = "request canceled"
 	msgUpstream     = "Telegram answered with an error or an unreadable page"
 )
@@ -145,6 +146,8 @@ func Classify(err error) Fault {
 		return Fault{Kind: NotFound, Message: msgNotFound}
 	case errors.Is(err, origin.ErrRateLimited):
 		return Fault{Kind: RateLimited, Message: msgRateLimited, RetryAfter: ra}
+	case errors.Is(err, origin.ErrBusy), errors.Is(err, feed.ErrBusy):
+		return Fault{Kind: Unavailable, Message: msgBusy, RetryAfter: ra}
 	case errors.Is(err, origin.ErrUnavailable):
 		return Fault{Kind: Unavailable, Message: msgUnavailable, RetryAfter: ra}
 	case errors.Is(err, origin.ErrTimeout), errors.Is(err, context.DeadlineExceeded):

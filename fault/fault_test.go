@@ -39,6 +39,8 @@ func TestClassify(t *testing.T) {
 		{"no such channel", wrap(origin.ErrNotFound), fault.NotFound, "no public channel with this name", time.Time{}},
 		{"429", &origin.RateLimitError{RetryAfter: later, Host: "t.me"}, fault.RateLimited, "Telegram is rate-limiting requests and no cached copy is held; retry later", later},
 		{"429 without a time", origin.ErrRateLimited, fault.RateLimited, "Telegram is rate-limiting requests and no cached copy is held; retry later", time.Time{}},
+		{"fetches in flight", &origin.UnavailableError{RetryAfter: later, Host: "t.me", Last: origin.ErrBusy}, fault.Unavailable, "the server is busy with other pages and feeds and no cached copy is held; retry in a moment", later},
+		{"feeds waiting", fmt.Errorf("x: %w", feed.ErrBusy), fault.Unavailable, "the server is busy with other pages and feeds and no cached copy is held; retry in a moment", time.Time{}},
 		{"breaker open", &origin.UnavailableError{RetryAfter: later, Host: "t.me", Last: origin.ErrRefused}, fault.Unavailable, "Telegram keeps failing, so it is not being asked for now, and no cached copy is held; retry later", later},
 		{"timeout", wrap(origin.ErrTimeout), fault.Timeout, "Telegram did not answer in time", time.Time{}},
 		{"deadline", fmt.Errorf("op: %w", context.DeadlineExceeded), fault.Timeout, "Telegram did not answer in time", time.Time{}},

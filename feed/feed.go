@@ -39,6 +39,10 @@ import (
 // feed). The error's text says what to fix.
 var ErrBadRequest = errors.New("bad request")
 
+// ErrBusy: Config.MaxWaitingBuilds builds were waiting for room
+// (BuildingPages) already; the caller may retry in a moment.
+var ErrBusy = errors.New("feed: too many feeds waiting to be built")
+
 // PageSource returns parsed channel pages; *pages.Service is one.
 type PageSource interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
@@ -54,6 +58,7 @@ const (
 	DefaultBuildTimeout  = 30 * time.Second
 	DefaultKeptBytes     = 16 << 20
 	DefaultRenderedBytes = 16 << 20
+	DefaultMaxWaiting    = 64
 )
 
 // Heap an entry costs beyond what its weigher counts from its contents:
@@ -99,6 +104,12 @@ type Config struct {
 	// runs). It bounds the parse working set of many distinct cold feeds
 	// arriving together. Zero means 2×MaxChannels.
 	BuildingPages int
+	// MaxWaitingBuilds bounds the builds waiting for room under
+	// BuildingPages (DefaultMaxWaiting); a build beyond it fails with
+	// ErrBusy. Builds run detached from their callers, so without it a
+	// flood of distinct feeds whose callers go away at once would queue
+	// a build each until BuildTimeout.
+	MaxWaitingBuilds int
 	// CursorKey is the secret cursors are sealed with; empty means
 	// DefaultCursorKey. Processes serving the same clients need the same
 	// key, or their cursors are refused by one another.
@@ -188,6 +199,7 @@ type Service struct {
 	keptOwn  atomic.Int64 // own bytes of the kept builds (their pages not included)
 	rendered *otter.Cache[string, []byte]
 	building *semaphore.Weighted // channel pages held by builds in progress
+	waiting  atomic.Int64        // builds waiting for building
 	builds   atomic.Int64
 	lastID   atomic.Uint64
 	cursors  *sealer
@@ -257,6 +269,7 @@ func New(cfg Config) (*Service, error) {
 	defaults.Set(&cfg.KeptBytes, DefaultKeptBytes)
 	defaults.Set(&cfg.RenderedBytes, DefaultRenderedBytes)
 	defaults.Set(&cfg.BuildingPages, 2*cfg.MaxChannels)
+	defaults.Set(&cfg.MaxWaitingBuilds, DefaultMaxWaiting)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -506,8 +519,16 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	// The pages of a build in progress, parsed and held until it is done,
 	// are the bulk of its memory: bound them over all builds together.
 	w := min(int64(len(q.channels)), int64(s.cfg.BuildingPages))
-	if err := s.building.Acquire(ctx, w); err != nil {
-		return nil, fmt.Errorf("feed: waiting to build: %w", err)
+	if !s.building.TryAcquire(w) {
+		if s.waiting.Add(1) > int64(s.cfg.MaxWaitingBuilds) {
+			s.waiting.Add(-1)
+			return nil, ErrBusy
+		}
+		err := s.building.Acquire(ctx, w)
+		s.waiting.Add(-1)
+		if err != nil {
+			return nil, fmt.Errorf("feed: waiting to build: %w", err)
+		}
 	}
 	defer s.building.Release(w)
 	now := s.cfg.Now()

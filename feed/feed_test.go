@@ -772,3 +772,46 @@ func TestCursorIsOpaqueAndSealed(t *testing.T) {
 		t.Errorf("another key accepted the cursor: %v", err)
 	}
 }
+
+// Builds waiting for room are bounded: they outlive callers that went
+// away, so beyond MaxWaitingBuilds a new build fails at once.
+func TestWaitingBuildsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newFakePages(base)
+		for i := range 8 {
+			src.set(fmt.Sprintf("chan%d", i), 100, post(1, 1, 10))
+		}
+		src.gate = make(chan struct{})
+		s, err := New(Config{Pages: src, Refresh: time.Minute, Now: (&clock{now: base}).Now, BuildingPages: 2, MaxWaitingBuilds: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		// One build holds the room; two wait for it, their callers gone.
+		for _, chans := range [][]string{{"chan0", "chan1"}, {"chan2", "chan3"}, {"chan4", "chan5"}} {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { _, _ = s.Feed(ctx, Request{Channels: chans, First: 10}) }()
+			synctest.Wait()
+			cancel()
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.Feed(context.Background(), Request{Channels: []string{"chan6", "chan7"}, First: 10})
+			done <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrBusy) {
+				t.Errorf("a build beyond the waiting bound: %v, want ErrBusy", err)
+			}
+		default:
+			t.Error("a build beyond the waiting bound waits too")
+		}
+		close(src.gate)
+		synctest.Wait()
+		if _, err := s.Feed(context.Background(), Request{Channels: []string{"chan6", "chan7"}, First: 10}); err != nil {
+			t.Errorf("once the room is free: %v", err)
+		}
+	})
+}

@@ -140,6 +140,7 @@ func abuseCases(t *testing.T) []abuseCase {
 		{name: "fan-out among many operations", class: "fan-out", query: "query a { __typename } query b { __typename } " + fanOutDoc("query c { ...F0 }", "Query", "__typename", 30, 2, false), operationName: "a", code: complexity},
 		{name: "fan-out sent with its persisted-query hash", class: "fan-out", query: fan30, extensions: apq(fan30), code: complexity},
 		{name: "fan-out by persisted-query hash alone, GET", class: "fan-out", get: true, extensions: apq(fan30), code: complexity},
+		{name: "a chain of 1,000 fragments", class: "fan-out", query: "{ ...F0 }" + fanOutDoc("", "Query", "__typename", 1000, 1, false), code: complexity, message: "pairs"},
 		{name: "fragment cycle", class: "fan-out", query: `{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }`, status: http.StatusOK, code: validation, message: "cycles"},
 		{name: "fragment cycle through 500 fragments", class: "fan-out", query: "{ ...F0 }" + fanOutDoc("", "Query", "...F0", 500, 1, false), status: http.StatusOK, code: validation, message: "cycles"},
 		{name: "fragment cycle that no operation uses", class: "fan-out", query: `{ __typename } fragment A on Query { ...A }`, code: validation, message: "cycles"},
@@ -536,5 +537,33 @@ func TestAbuseGraphQLBusy(t *testing.T) {
 	}
 	if r := e.query(t, `{ __schema { queryType { name } } }`, nil); len(r.Errors) > 0 {
 		t.Errorf("introspection once the turn is free: %+v", r.Errors)
+	}
+}
+
+// Large answers take room while the executor builds them: while one holds
+// it (its page is held up at the origin), another is told to retry rather
+// than building a second answer beside it; small queries are answered.
+func TestAbuseGraphQLAnswerRoom(t *testing.T) {
+	e := newEnv(t, envOptions{maxValues: 3000, timeout: 4 * time.Second})
+	large := func(name string) string {
+		return `{ channel(username: "` + name + `") { posts(first: 100) { edges { cursor node { id messageId channel url date edited views viewsText author isService text { plain html } media { kind url } reactions { emoji count } inlineButtons { text url } } } } } }`
+	}
+	if r := e.query(t, large("tmefeed_news"), nil); len(r.Errors) > 0 {
+		t.Fatal(r.Errors)
+	}
+	e.stallOrigin(t)
+	go func() {
+		body, _ := json.Marshal(request{Query: large("durov")})
+		_, _ = postRaw(t.Context(), e.srv.Client(), e.srv.URL+"/graphql", body)
+	}()
+	for e.origin.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if r := e.query(t, `{ __typename }`, nil); len(r.Errors) > 0 {
+		t.Errorf("a small query while a large answer is built: %d %s", r.status, r.raw)
+	}
+	r := e.query(t, large("telegram"), nil)
+	if r.status != http.StatusServiceUnavailable || !slices.Equal(r.codes(), []string{"RATE_LIMITED"}) {
+		t.Errorf("a second large answer while one is built: %d %.300s", r.status, r.raw)
 	}
 }

@@ -52,6 +52,7 @@ type envOptions struct {
 	onParse         func(query string) // see graph.SetParseHook
 	upstreamTimeout time.Duration
 	maxResponse     int
+	maxValues       int              // HandlerConfig.MaxExecutingValues
 	now             func() time.Time // the clock of the cache, feeds and handler
 }
 
@@ -97,6 +98,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Timeout:              o.timeout,
 		MaxExpensive:         o.maxExpensive,
 		MaxResponseBytes:     o.maxResponse,
+		MaxExecutingValues:   o.maxValues,
 		Refresh:              time.Hour,
 		Now:                  o.now,
 	}

@@ -25,16 +25,23 @@ import (
 // that fetch more pages) is left to the executor.
 type fastPath struct {
 	feed *feed.Service
+	// room holds room for the answer the executor renders (see
+	// runner.room); nil holds none.
+	room func(context.Context, *graphql.OperationContext) (release func(), ok bool)
 }
 
 // errFallBack: the regular executor must answer this operation.
 var errFallBack = errors.New("graph: not served by the fast path")
 
-// serve returns the response as segments to be written in order.
-func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *graphql.OperationContext) ([][]byte, bool) {
+// errNoRoom: there was no room to render the answer.
+var errNoRoom = errors.New("graph: no room to render the answer")
+
+// serve returns the response as segments to be written in order. busy
+// says there was no room to render it: the executor has none either.
+func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *graphql.OperationContext) (parts [][]byte, ok, busy bool) {
 	op := rc.Operation
 	if op == nil || op.Operation != ast.Query {
-		return nil, false
+		return nil, false, false
 	}
 	// The key names everything the answer depends on besides the first
 	// page, which Rendered adds: each root field's response key and
@@ -45,7 +52,7 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 	pages := make(map[string]*feed.Page)
 	for _, fld := range graphql.CollectFields(rc, op.SelectionSet, []string{"Query"}) {
 		if fld.IsDeferred() {
-			return nil, false
+			return nil, false, false
 		}
 		key.WriteString(fld.Alias)
 		key.WriteByte(':')
@@ -54,15 +61,15 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 		case "__typename":
 		case "feed":
 			if !signature(&key, rc, fld.Selections, "FeedConnection") {
-				return nil, false
+				return nil, false, false
 			}
 			req, err := feedArgs(ctx, rc, fld)
 			if err != nil {
-				return nil, false // the executor reports it
+				return nil, false, false // the executor reports it
 			}
 			p, err := f.feed.Feed(ctx, req)
 			if err != nil {
-				return nil, false
+				return nil, false, false
 			}
 			if first == nil {
 				first = p
@@ -71,20 +78,27 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 			}
 			pages[fld.Alias] = p
 		default:
-			return nil, false
+			return nil, false, false
 		}
 		key.WriteByte(',')
 	}
 	if first == nil {
-		return nil, false
+		return nil, false, false
 	}
 	b, err := f.feed.Rendered(first, key.String(), func() ([]byte, error) {
+		if f.room != nil {
+			release, ok := f.room(ctx, rc)
+			if !ok {
+				return nil, errNoRoom
+			}
+			defer release()
+		}
 		return render(withFeedPages(ctx, pages), exec, rc)
 	})
 	if err != nil {
-		return nil, false
+		return nil, false, errors.Is(err, errNoRoom)
 	}
-	return [][]byte{b}, true
+	return [][]byte{b}, true, false
 }
 
 // render runs the operation through the executor and returns its answer,

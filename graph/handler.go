@@ -14,6 +14,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
@@ -37,6 +38,9 @@ const (
 	DefaultMaxIntrospectionDepth = 16
 	DefaultTimeout               = 10 * time.Second
 	DefaultMaxResponseBytes      = 32 << 20
+	// About 400 bytes of heap per value while the executor builds an
+	// answer: 80 MB, four full 2,000-post feeds.
+	DefaultMaxExecutingValues = 200_000
 )
 
 // maxMergePairs bounds the field pairs validation compares (see
@@ -83,6 +87,13 @@ type HandlerConfig struct {
 	// MaxResponseBytes caps the JSON of one response; a larger answer is
 	// replaced by a COMPLEXITY_LIMIT_EXCEEDED error.
 	MaxResponseBytes int
+	// MaxExecutingValues bounds the answers the executor builds at once,
+	// in estimated values (the complexity of each operation with
+	// upstream pages priced at nothing); an operation that finds no room
+	// within two seconds is answered 503 RATE_LIMITED. Operations of
+	// fewer than 2,000 values, and feed answers already rendered, take
+	// none. Zero means DefaultMaxExecutingValues.
+	MaxExecutingValues int
 	// MaxExpensive caps the CPU-bound work running at once: parsing and
 	// validating documents not in the query cache, decoding requests over
 	// 16 KiB, introspection. Others wait briefly for a turn. Zero means
@@ -123,6 +134,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	defaults.Set(&cfg.TokenLimit, DefaultTokenLimit)
 	defaults.Set(&cfg.Timeout, DefaultTimeout)
 	defaults.Set(&cfg.MaxResponseBytes, DefaultMaxResponseBytes)
+	defaults.Set(&cfg.MaxExecutingValues, DefaultMaxExecutingValues)
 	defaults.Set(&cfg.MaxExpensive, max(1, runtime.GOMAXPROCS(0)/2))
 	defaults.Set(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	defaults.Set(&cfg.MaxPostsFirst, DefaultMaxPostsFirst)
@@ -167,6 +179,12 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		refresh:     max(cfg.Refresh, 0),
 		swr:         strconv.Itoa(int(max(cfg.Refresh, 0) / time.Second)),
 		now:         cfg.Now,
+		values:      semaphore.NewWeighted(int64(cfg.MaxExecutingValues)),
+		maxValues:   int64(cfg.MaxExecutingValues),
+		valued:      NewExecutableSchema(Config{Complexity: complexity(0)}),
+	}
+	if fast != nil {
+		fast.room = run.room
 	}
 	srv := handler.New(es)
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})

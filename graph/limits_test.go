@@ -152,6 +152,14 @@ func TestMeasureLimits(t *testing.T) {
 		{"repeated fields", `{ channel(username: "x") { ` + rep("title ", 400) + `} }`, "pairs"},
 		{"repeated nested fields", `{ channel(username: "x") { ` + rep("posts { edges { node { id } } } ", 150) + `} }`, "pairs"},
 		{"many spreads of many fragments", `{ channel(username: "x") { ` + rep("...C ...D ", 200) + `} } fragment C on Channel { title } fragment D on Channel { title }`, "pairs"},
+		// The rule follows the spreads of spread fragments: the pairs of
+		// fragments two chains reach, or every fragment a chain reaches
+		// from each link, even with the same field nowhere repeated.
+		{"two chains of fragments spread together", "{ ...A0 ...B0 } " + chain("A", 450, "") + chain("B", 450, ""), "pairs"},
+		{"a chain of fragments, each with a field", "{ ...A0 } " + chain("A", 800, "__typename"), "pairs"},
+		{"an unused chain of fragments", "{ __typename } " + chain("A", 800, "__typename"), "pairs"},
+		{"chains below fields of one key", `{ channel(username: "x") { ...A0 } channel(username: "x") { ...B0 } } ` + chainOn("Channel", "A", 450, "") + chainOn("Channel", "B", 450, ""), "pairs"},
+		{"copies of nested copies", `{ channel(username: "x") { ` + copies([]string{"posts", "edges", "node", "id"}, 5) + `} }`, "pairs"},
 		{"aliases in introspection", `{ __schema { ` + aliases.String() + `} } fragment T on __Type { ` + fieldAliases.String() + `}`, "aliases"},
 		{"introspection lists nested", `{ __schema { types { ` + rep("fields { type { ", 5) + "fields { name }" + rep(" } }", 5) + ` } } }`, "estimated"},
 		{"introspection too deep", `{ __type(name: "Post") { ` + rep("ofType { ", 16) + "name" + rep(" }", 16) + ` } }`, "introspection selection"},
@@ -169,12 +177,39 @@ func TestMeasureLimits(t *testing.T) {
 		"a feed": `{ feed(channels: ["a", "b"], first: 50) { totalCount pageInfo { hasNextPage endCursor }
 			edges { cursor node { score channel { username title } post { id url date views edited text { plain html }
 			media { kind url } reactions { emoji count } forwardedFrom { name url } } } } } }`,
-		"few repeats": `{ channel(username: "x") { ...C ...C title title } } fragment C on Channel { title }`,
+		"few repeats":               `{ channel(username: "x") { ...C ...C title title } } fragment C on Channel { title }`,
+		"short chains of fragments": "{ ...A0 ...B0 } " + chain("A", 20, "__typename") + chain("B", 20, "__typename"),
 	} {
 		if err := l.check(parse(t, q), nil); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// copies selects path n times, each selecting the rest of it n times:
+// n + n² + … fields, each set repeating one key n times.
+func copies(path []string, n int) string {
+	if len(path) == 1 {
+		return strings.Repeat(path[0]+" ", n)
+	}
+	return strings.Repeat(path[0]+" { "+copies(path[1:], n)+"} ", n)
+}
+
+// chain is n fragments on Query, prefix0 to prefix(n-1), each selecting
+// field (may be empty) and spreading the next; the last selects
+// __typename instead.
+func chain(prefix string, n int, field string) string { return chainOn("Query", prefix, n, field) }
+
+func chainOn(typ, prefix string, n int, field string) string {
+	var b strings.Builder
+	for i := range n {
+		next := fmt.Sprintf("...%s%d", prefix, i+1)
+		if i == n-1 {
+			next = "__typename"
+		}
+		fmt.Fprintf(&b, "fragment %s%d on %s { %s %s } ", prefix, i, typ, field, next)
+	}
+	return b.String()
 }
 
 func mustRead(t *testing.T, name string) string {

@@ -12,12 +12,15 @@ import (
 	"net/url"
 	"reflect"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	gqlcomplexity "github.com/99designs/gqlgen/complexity"
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/tmefeed/tmefeed/pages"
 )
@@ -117,6 +120,51 @@ type runner struct {
 	refresh     time.Duration // the cache's refresh point; 0: nothing is cacheable
 	swr         string        // stale-while-revalidate, in seconds
 	now         func() time.Time
+	// values bounds the answers the executor builds at once, weighed in
+	// the values valued estimates they hold (see room); nil: no bound.
+	values    *semaphore.Weighted
+	maxValues int64
+	valued    graphql.ExecutableSchema
+	waiting   atomic.Int64 // operations waiting for room
+}
+
+// maxRoomWaiting bounds the operations waiting for room, as
+// waitersPerSlot bounds those at the gate.
+const maxRoomWaiting = 64
+
+// smallAnswer is the estimated values below which an operation takes no
+// room: its answer is kilobytes.
+const smallAnswer = 2_000
+
+// room holds room for the answer of rc while the executor builds it,
+// waiting at most as long as at the gate. The executor holds a whole answer in
+// memory, several times its JSON while it builds it (20 MB for a
+// 2,000-post feed of 2.6 MB), and each distinct selection of a feed is
+// rendered afresh, so concurrent large answers alone would outgrow any
+// memory budget. An answer is weighed by its estimated values: the
+// complexity of the operation with upstream pages priced at nothing.
+func (run *runner) room(ctx context.Context, rc *graphql.OperationContext) (release func(), ok bool) {
+	if run.values == nil {
+		return func() {}, true
+	}
+	n := int64(gqlcomplexity.Calculate(ctx, run.valued, rc.Operation, rc.Variables))
+	if n < smallAnswer {
+		return func() {}, true
+	}
+	n = min(n, run.maxValues)
+	if !run.values.TryAcquire(n) {
+		if run.waiting.Add(1) > maxRoomWaiting {
+			run.waiting.Add(-1)
+			return nil, false
+		}
+		defer run.waiting.Add(-1)
+		wctx, cancel := context.WithTimeout(ctx, run.gate.wait)
+		defer cancel()
+		if run.values.Acquire(wctx, n) != nil {
+			return nil, false
+		}
+	}
+	return func() { run.values.Release(n) }, true
 }
 
 func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor, rc *graphql.OperationContext) {
@@ -125,7 +173,12 @@ func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor
 		return
 	}
 	if run.fast != nil {
-		if parts, ok := run.fast.serve(ctx, exec, rc); ok {
+		parts, ok, busy := run.fast.serve(ctx, exec, rc)
+		if busy {
+			a.busy()
+			return
+		}
+		if ok {
 			n := 0
 			for _, p := range parts {
 				n += len(p)
@@ -138,6 +191,12 @@ func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor
 			return
 		}
 	}
+	release, ok := run.room(ctx, rc)
+	if !ok {
+		a.busy()
+		return
+	}
+	defer release()
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
 	if a.r.Context().Err() != nil {
@@ -174,7 +233,7 @@ func introspects(rc *graphql.OperationContext) bool {
 }
 
 func busyError() *gqlerror.Error {
-	err := gqlerror.Errorf("too many expensive operations (introspection, new or large documents) are running; retry in a moment")
+	err := gqlerror.Errorf("too many expensive operations (introspection, new or large documents, large answers) are running; retry in a moment")
 	err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": 1}
 	return err
 }
@@ -220,17 +279,27 @@ func takeTurn(ctx context.Context) bool {
 	return !ok || t.take(ctx)
 }
 
-// gate admits a bounded number of holders at once.
+// gate admits a bounded number of holders at once, and lets a bounded
+// number wait: a waiter holds its request (up to 64 KiB read, for a large
+// one) for as long as g.wait, so a flood of thousands of new documents
+// would otherwise hold hundreds of megabytes in the queue.
 type gate struct {
-	slots chan struct{}
-	wait  time.Duration
+	slots      chan struct{}
+	wait       time.Duration
+	waiting    atomic.Int64
+	maxWaiting int64
 }
 
+// waitersPerSlot bounds the queue at the gate: more than the slots can
+// serve within expensiveWait, unless each turn takes over 60 ms.
+const waitersPerSlot = 32
+
 func newGate(n int, wait time.Duration) *gate {
-	return &gate{slots: make(chan struct{}, n), wait: wait}
+	return &gate{slots: make(chan struct{}, n), wait: wait, maxWaiting: int64(n) * waitersPerSlot}
 }
 
 // enter takes a slot, waiting at most g.wait, and returns its release.
+// When the queue is full it fails at once.
 func (g *gate) enter(ctx context.Context) (release func(), ok bool) {
 	release = func() { <-g.slots }
 	select {
@@ -238,6 +307,11 @@ func (g *gate) enter(ctx context.Context) (release func(), ok bool) {
 		return release, true
 	default:
 	}
+	if g.waiting.Add(1) > g.maxWaiting {
+		g.waiting.Add(-1)
+		return nil, false
+	}
+	defer g.waiting.Add(-1)
 	timer := time.NewTimer(g.wait)
 	defer timer.Stop()
 	select {

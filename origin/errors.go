@@ -32,6 +32,10 @@ var (
 	// its circuit breaker is open (*UnavailableError), or the same page
 	// failed moments ago (*RecentFailureError of this kind).
 	ErrUnavailable = errors.New("origin: unavailable")
+	// ErrBusy: the origin was not asked because Config.MaxInFlight
+	// fetches were running or waiting for a connection already. The
+	// error is an *UnavailableError with Last set to ErrBusy.
+	ErrBusy = errors.New("origin: too many fetches in flight")
 
 	// Kinds of ErrUpstream, so that messages can say what went wrong.
 	ErrRefused     = upstreamKind("origin: connection refused")
@@ -73,6 +77,9 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
+	if e.Last == ErrBusy {
+		return fmt.Sprintf("%v to %s; retry after %s", ErrBusy, e.Host, e.RetryAfter.UTC().Format(time.RFC3339))
+	}
 	s := fmt.Sprintf("origin: %s unavailable until %s (circuit open)", e.Host, e.RetryAfter.UTC().Format(time.RFC3339))
 	if e.Last != nil {
 		s += ": last error: " + e.Last.Error()

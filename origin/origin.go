@@ -37,6 +37,7 @@ const (
 	DefaultUserAgent              = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/138.0.0.0 Safari/537.36"
 	DefaultAcceptLanguage         = "en-US,en;q=0.9"
 	DefaultMaxConnsPerHost        = 32
+	DefaultInFlightPerConn        = 16 // MaxInFlight's default, per connection allowed
 	DefaultRetryBaseDelay         = 250 * time.Millisecond
 	DefaultRetryMaxDelay          = 4 * time.Second
 	DefaultRetryAfter             = 30 * time.Second
@@ -75,6 +76,14 @@ type Config struct {
 	DialTimeout           time.Duration
 	TLSHandshakeTimeout   time.Duration
 	ResponseHeaderTimeout time.Duration
+
+	// MaxInFlight caps the fetches running or waiting for a connection at
+	// once; a Fetch beyond it fails at once with an *UnavailableError
+	// wrapping ErrBusy. Loads run detached from the requests that start
+	// them, so without it a flood of distinct pages that outpaces the
+	// pool (or a hung origin) piles up goroutines until RequestTimeout.
+	// 0 means DefaultInFlightPerConn·MaxConnsPerHost.
+	MaxInFlight int
 
 	RetryBaseDelay    time.Duration // backoff before retry n is about base·2ⁿ⁻¹, jittered
 	RetryMaxDelay     time.Duration // cap of one backoff
@@ -130,7 +139,8 @@ type Client struct {
 	own      *http.Transport // the pool New built; nil when Config.Transport was given
 	now      func() time.Time
 	primary  *host
-	fallback *host // nil without FallbackURL
+	fallback *host        // nil without FallbackURL
+	inFlight atomic.Int64 // Fetch calls running, see Config.MaxInFlight
 
 	mu     sync.Mutex // guards rng, tokens and the state in each host
 	rng    *rand.Rand
@@ -170,6 +180,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.AcceptLanguage = DefaultAcceptLanguage
 	}
 	defaults.Set(&cfg.MaxConnsPerHost, DefaultMaxConnsPerHost)
+	defaults.Set(&cfg.MaxInFlight, DefaultInFlightPerConn*cfg.MaxConnsPerHost)
 	defaults.Set(&cfg.DialTimeout, defaultDialTimeout)
 	defaults.Set(&cfg.TLSHandshakeTimeout, defaultTLSTimeout)
 	defaults.Set(&cfg.ResponseHeaderTimeout, defaultHeaderTimeout)
@@ -289,6 +300,11 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	if c.inFlight.Add(1) > int64(c.cfg.MaxInFlight) {
+		c.inFlight.Add(-1)
+		return nil, &UnavailableError{RetryAfter: c.now().Add(time.Second), Host: c.primary.name, Last: ErrBusy}
+	}
+	defer c.inFlight.Add(-1)
 	path := r.Path()
 	attempts := c.cfg.MaxRetries + 1
 	c.deposit()

@@ -714,3 +714,43 @@ func TestConcurrentFetches(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Fetches beyond MaxInFlight fail at once, without asking the origin and
+// without counting against its breaker; the slots come back when the
+// fetches holding them end.
+func TestInFlightCap(t *testing.T) {
+	stop := make(chan struct{})
+	var started sync.WaitGroup
+	started.Add(2)
+	u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/s/held" {
+			started.Done()
+			<-stop
+		}
+		body("<html></html>")(w, r)
+	})
+	c := newClient(t, Config{BaseURL: u.URL, MaxInFlight: 2, BreakerFailures: 1})
+	var held sync.WaitGroup
+	for range 2 {
+		held.Go(func() { _, _ = c.Fetch(context.Background(), Request{Kind: tme.KindBody, Channel: "held"}) })
+	}
+	started.Wait()
+	for range 3 {
+		_, err := c.Fetch(context.Background(), bodyReq)
+		var un *UnavailableError
+		if !errors.As(err, &un) || !errors.Is(err, ErrBusy) || !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("a fetch beyond the cap: %v, want an *UnavailableError wrapping ErrBusy", err)
+		}
+		if _, ok := RetryAfter(err); !ok {
+			t.Errorf("%v: no retry time", err)
+		}
+	}
+	if n := u.count(bodyReq.Path()); n != 0 {
+		t.Errorf("the origin was asked %d times beyond the cap", n)
+	}
+	close(stop)
+	held.Wait()
+	if _, err := c.Fetch(context.Background(), bodyReq); err != nil {
+		t.Fatalf("after the held fetches ended: %v", err)
+	}
+}

@@ -27,6 +27,15 @@ const (
 // bytes being decompressed and parsed beside it.
 const buildPageBytes = 64 << 10
 
+// answerValueBytes is what one value of a GraphQL answer the executor
+// builds is budgeted at (a 2,000-post feed of 54,000 values costs about
+// 20 MB while it is built); minAnswerValues lets a large feed through at
+// the smallest budget.
+const (
+	answerValueBytes = 400
+	minAnswerValues  = 60_000
+)
+
 // memoryBudget is MEMORY_CACHE_MAX_MB divided among the in-process stores,
 // in bytes, computed in one place (splitBudget).
 type memoryBudget struct {
@@ -43,6 +52,11 @@ type memoryBudget struct {
 	// least one feed of FEED_MAX_CHANNELS. It is working memory beside the
 	// stores, which the Go memory limit covers.
 	BuildingPages int
+	// AnswerValues bounds the GraphQL answers the executor builds at
+	// once, in estimated values: a quarter of the budget at
+	// answerValueBytes each, at least minAnswerValues. Working memory
+	// too, like BuildingPages.
+	AnswerValues int
 }
 
 // splitBudget divides total bytes among the stores.
@@ -58,6 +72,7 @@ func splitBudget(total int64, maxChannels int) memoryBudget {
 		APQ:           part(shareAPQ),
 		Queries:       part(shareQueries),
 		BuildingPages: max(maxChannels, int(total/4/buildPageBytes)),
+		AnswerValues:  max(minAnswerValues, int(total/4/answerValueBytes)),
 	}
 }
 
@@ -98,6 +113,7 @@ func (b memoryBudget) LogValue() slog.Value {
 		slog.String("rendered", mib(b.Rendered)),
 		slog.String("graphql", mib(b.APQ+b.Queries)),
 		slog.Int("building_pages", b.BuildingPages),
+		slog.Int("answer_values", b.AnswerValues),
 	)
 }
 

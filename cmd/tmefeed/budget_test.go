@@ -25,6 +25,12 @@ func TestSplitBudget(t *testing.T) {
 	if got := splitBudget(256<<20, 100).BuildingPages; got != 1024 {
 		t.Errorf("256 MiB: %d building pages, want a quarter of the budget at 64 KiB each = 1024", got)
 	}
+	if got := splitBudget(16<<20, 100).AnswerValues; got != minAnswerValues {
+		t.Errorf("16 MiB: room for %d answer values, want %d", got, minAnswerValues)
+	}
+	if got := splitBudget(256<<20, 100).AnswerValues; got != 256<<20/4/answerValueBytes {
+		t.Errorf("256 MiB: room for %d answer values, want a quarter of the budget at %d B each", got, answerValueBytes)
+	}
 }
 
 func TestMemoryLimitSetting(t *testing.T) {

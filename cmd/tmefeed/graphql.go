@@ -50,6 +50,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, apq gr
 		Timeout:              cfg.GraphQLTimeout,
 		MaxResponseBytes:     cfg.GraphQLMaxMB << 20,
 		MaxExpensive:         cfg.GraphQLMaxExpensive,
+		MaxExecutingValues:   budget.AnswerValues,
 		Refresh:              cfg.Refresh,
 		Logger:               log,
 	})
