@@ -33,7 +33,7 @@ type Score struct {
 	Content    float64 // 0..3: media counts and text length
 	Freshness  float64 // 0.001..1: decays with the post's age
 	Edited     float64 // 1 when the post was edited
-	Total      float64 // min((0.4·E + 0.2·C + 0.02·edited)·(F + 0.1), 10)
+	Total      float64 // min((0.4·E + 0.2·C + 0.02·edited)·(F + 0.1), 10), at least 0
 }
 
 // Rank scores a post of a channel with the given subscriber count as of now.
@@ -48,6 +48,10 @@ func Rank(p *parser.Post, subscribers int64, now time.Time) Score {
 		s.Edited = 1
 	}
 	s.Total = math.Min((weightEngagement*s.Engagement+weightContent*s.Content+weightEdited*s.Edited)*(s.Freshness+freshnessFloor), maxScore)
+	// Many negative reactions on a small channel can take the sum below
+	// zero; the score's range is 0 to 10, so such posts tie at 0 (and are
+	// then ordered by date).
+	s.Total = math.Max(s.Total, 0)
 	return s
 }
 

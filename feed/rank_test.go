@@ -94,4 +94,13 @@ func TestRankCaps(t *testing.T) {
 	if s := Rank(neg, 100, now); s.Engagement >= 0 {
 		t.Errorf("engagement of a post with only negative reactions = %v, want < 0", s.Engagement)
 	}
+	// A small channel's post buried in negative reactions: the sum is far
+	// below zero, the score stays in its 0..10 range.
+	buried := &parser.Post{
+		Content: parser.PostContent{Reacts: []parser.React{{Type: parser.ReactEmoji, Emoji: "👎", CountValue: 1 << 40}}},
+		Footer:  parser.Footer{Date: parser.Date{Unix: now.Unix()}},
+	}
+	if s := Rank(buried, 10, now); s.Engagement >= 0 || s.Total != 0 {
+		t.Errorf("buried post: engagement %v, total %v; want engagement < 0 and total 0", s.Engagement, s.Total)
+	}
 }
