@@ -131,7 +131,7 @@ var errNotPage = fmt.Errorf("%w: %w", ErrUpstream, tme.ErrNotPage)
 
 // failureCodes name the failures worth remembering for a moment, by a code
 // short enough to store in Valkey. Most specific first. Not remembered
-// (see Failures.Code): ErrNotFound and other definitive answers, 429 (the
+// (see Failures.Code): invalid requests, 429 (the
 // host block handles it), an open breaker (it answers at once itself, and
 // knows when it closes), and the caller giving up. "unavailable" is still
 // read back, from processes that stored it.
@@ -139,6 +139,10 @@ var failureCodes = []struct {
 	code string
 	kind error
 }{
+	// A name t.me does not know: remembered too, so that asking for it in
+	// a loop costs t.me one request per NEGATIVE_CACHE_TTL, not one per
+	// call (which would invite a 429 for every channel).
+	{"not_found", ErrNotFound},
 	{"unavailable", ErrUnavailable},
 	{"timeout", ErrTimeout},
 	{"refused", ErrRefused},
@@ -159,8 +163,7 @@ type Failures struct{}
 // Code returns the code of err and whether it is a failure worth
 // remembering: an outage-like failure of the origin, not an answer.
 func (Failures) Code(err error) (string, bool) {
-	if errors.Is(err, ErrRateLimited) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidRequest) ||
-		errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrRateLimited) || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrUnavailable) {
 		return "", false
 	}
 	for _, f := range failureCodes {

@@ -3,6 +3,7 @@ package origin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -76,9 +77,21 @@ func TestErrorKinds(t *testing.T) {
 	}
 }
 
+// A name t.me does not know is remembered as such: asked in a loop, it
+// would otherwise cost t.me one request per call.
+func TestNotFoundIsRemembered(t *testing.T) {
+	code, ok := Failures{}.Code(fmt.Errorf("fetch: %w", ErrNotFound))
+	if !ok {
+		t.Fatal("not found is not remembered")
+	}
+	back := Failures{}.Error(code, time.Now().Add(5*time.Second))
+	if !errors.Is(back, ErrNotFound) || errors.Is(back, ErrUpstream) {
+		t.Errorf("remembered not-found comes back as %v: want ErrNotFound, not an upstream failure", back)
+	}
+}
+
 func TestAnswersAreNotRememberedAsFailures(t *testing.T) {
 	for _, err := range []error{
-		ErrNotFound,
 		&RateLimitError{RetryAfter: time.Now(), Host: "t.me"},
 		ErrInvalidRequest,
 		context.Canceled,

@@ -424,3 +424,23 @@ func TestFaultColdResponseFromStalePageWhileOriginHangs(t *testing.T) {
 		}
 	})
 }
+
+// An unknown name asked for in a loop costs t.me one request per
+// negative-cache period, not one per call, and keeps its 404 meaning.
+func TestFaultUnknownNameAskedInALoop(t *testing.T) {
+	tiers(t, func(t *testing.T, valkey bool) {
+		e := newFaultEnv(t, faultOptions{valkey: valkey, negativeTTL: time.Minute})
+		ctx := pageCtx(t)
+		unknown := origin.Request{Kind: parser.KindBody, Channel: "nobody_here_404"}
+		const calls = 50
+		for i := range calls {
+			if _, err := e.svc.Page(ctx, unknown); !errors.Is(err, origin.ErrNotFound) {
+				t.Fatalf("call %d: err = %v, want not found", i, err)
+			}
+		}
+		if n := e.origin.Total(); n != 1 {
+			t.Errorf("%d calls for an unknown name sent %d origin requests, want 1", calls, n)
+		}
+		t.Logf("FIGURE: origin | unknown name, %d calls in a row, %s: origin requests | %d", calls, tierName(valkey), e.origin.Total())
+	})
+}
