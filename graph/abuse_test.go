@@ -177,6 +177,8 @@ func abuseCases(t *testing.T) []abuseCase {
 		{name: "2,000 directives on one field", class: "input", query: "{ __typename" + repeat(" @include(if: true)", 2000) + " }", code: complexity, message: "directives"},
 		{name: "3,000 aliases", class: "input", query: "{" + manyAliases.String() + "}", code: complexity},
 		{name: "31 aliases", class: "input", query: "{" + manyAliases.String()[:strings.Index(manyAliases.String(), "a31:")] + "}", code: complexity, message: "aliases"},
+		{name: "3,500 unused variables", class: "input", query: "query Q(" + numbered("$v%d: Int ", 3500) + ") { __typename }", code: complexity, message: "variables"},
+		{name: "3,500 unknown arguments on a directive", class: "input", query: "{ __typename @include(if: true, " + numbered("a%d: 1 ", 3500) + ") }", code: complexity, message: "arguments"},
 		{name: "2,000 operations", class: "input", query: manyOps.String(), operationName: "q1", code: complexity, message: "all operations"},
 		{name: "selections nested 3,000 deep", class: "input", query: "{" + nested("channel", "title", 3000) + "}", code: parse},
 		{name: "selections nested 13 deep", class: "input", query: `{ feed(channels: ["tmefeed_news"]) { edges { node { channel { posts { edges { node { channel { posts { edges { node { channel { title } } } } } } } } } } } } }`, code: complexity, message: "levels deep"},
@@ -566,4 +568,13 @@ func TestAbuseGraphQLAnswerRoom(t *testing.T) {
 	if r.status != http.StatusServiceUnavailable || !slices.Equal(r.codes(), []string{"RATE_LIMITED"}) {
 		t.Errorf("a second large answer while one is built: %d %.300s", r.status, r.raw)
 	}
+}
+
+// numbered repeats format (with one %d) n times, numbered from 0.
+func numbered(format string, n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, format, i)
+	}
+	return b.String()
 }

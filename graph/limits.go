@@ -171,6 +171,17 @@ func (l *limits) check(doc *ast.QueryDocument, steps *int) *gqlerror.Error {
 			m.frags[f.Name] = f
 		}
 	}
+	// Validation reports each unused variable and each unknown argument
+	// as an error of its own, so a document of thousands of them costs an
+	// answer of thousands of errors; no real query needs many.
+	vars, args := 0, 0
+	for _, op := range doc.Operations {
+		vars += len(op.VariableDefinitions)
+		args = sat(args + writtenArguments(op.SelectionSet))
+	}
+	for _, f := range doc.Fragments {
+		args = sat(args + directiveArguments(f.Directives) + writtenArguments(f.SelectionSet))
+	}
 	var total shape
 	for _, op := range doc.Operations {
 		var root *ast.Definition
@@ -198,6 +209,12 @@ func (l *limits) check(doc *ast.QueryDocument, steps *int) *gqlerror.Error {
 		if total.fields > l.maxFields {
 			return limitError("the document selects %d fields and directives (fragments expanded, all operations together), at most %d are allowed; send one operation, or select fewer fields", total.fields, l.maxFields)
 		}
+	}
+	if vars > maxVariables {
+		return limitError("the document declares %d variables, at most %d are allowed; declare only the variables an operation uses", vars, maxVariables)
+	}
+	if args > maxArguments {
+		return limitError("the document passes %d arguments, at most %d are allowed; pass fewer arguments", args, maxArguments)
 	}
 	// Fragments no operation uses are rejected by validation, which walks
 	// each of them once; a cycle among them must still be refused here.
@@ -488,4 +505,38 @@ func introspectionLists(s *ast.Schema) map[string]map[string]int {
 		"__Field":     {"args": mean(args, withArgs)},
 		"__Directive": {"args": mean(dirArgs, withDirArgs), "locations": max(1, locations)},
 	}
+}
+
+// maxVariables and maxArguments bound what a document declares and passes
+// as written (a fragment counts once): a feed query declares a handful of
+// variables and passes about ten arguments.
+const (
+	maxVariables = 100
+	maxArguments = 500
+)
+
+// writtenArguments counts the arguments of the fields and directives of a
+// selection set as written, fragments' bodies aside (they are counted once
+// on their own).
+func writtenArguments(set ast.SelectionSet) int {
+	n := 0
+	for _, sel := range set {
+		switch x := sel.(type) {
+		case *ast.Field:
+			n = sat(n + len(x.Arguments) + directiveArguments(x.Directives) + writtenArguments(x.SelectionSet))
+		case *ast.InlineFragment:
+			n = sat(n + directiveArguments(x.Directives) + writtenArguments(x.SelectionSet))
+		case *ast.FragmentSpread:
+			n = sat(n + directiveArguments(x.Directives))
+		}
+	}
+	return n
+}
+
+func directiveArguments(ds ast.DirectiveList) int {
+	n := 0
+	for _, d := range ds {
+		n += len(d.Arguments)
+	}
+	return n
 }
