@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -176,13 +177,28 @@ func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
 // 100 bytes, and a huge query string would otherwise be parsed in full.
 const maxURIBytes = 8 << 10
 
-// limitURI answers 414 for request targets longer than maxURIBytes.
-func (h *handler) limitURI(next http.Handler) http.Handler {
+// limitV1URI answers 414 for request targets under /v1 longer than
+// maxURIBytes: those chi would route to a sub-router mounted at /v1.
+func (h *handler) limitV1URI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !underV1(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if len(r.RequestURI) > maxURIBytes || len(r.URL.Path)+len(r.URL.RawQuery) > maxURIBytes {
 			h.fail(w, r, apiError{Status: http.StatusRequestURITooLong, Code: CodeURITooLong, Message: "request target longer than " + strconv.Itoa(maxURIBytes) + " bytes"})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// underV1 reports whether chi would route r into /v1: it routes on the raw
+// path when there is one.
+func underV1(r *http.Request) bool {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	return strings.HasPrefix(path, "/v1") && (len(path) == 3 || path[3] == '/')
 }
