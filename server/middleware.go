@@ -9,8 +9,10 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 )
 
@@ -20,6 +22,40 @@ type reqInfoKey struct{}
 // reqInfo is what a handler tells the access log beyond status and size.
 type reqInfo struct {
 	err error
+}
+
+// requestContext is the one context New's handler adds to a request: it
+// carries both chi's routing context and the access log's record, so that
+// neither chi nor logRequests copies the request to add its own.
+type requestContext struct {
+	context.Context
+	route *chi.Context
+	info  reqInfo
+}
+
+func (c *requestContext) Value(key any) any {
+	switch key {
+	case chi.RouteCtxKey:
+		return c.route
+	case reqInfoKey{}:
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
+// routeContexts recycles chi's routing contexts, as chi itself does.
+var routeContexts = sync.Pool{New: func() any { return chi.NewRouteContext() }}
+
+// withRequestContext serves mux with a requestContext: chi finds its routing
+// context there and uses it rather than adding one.
+func withRequestContext(mux *chi.Mux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rctx := routeContexts.Get().(*chi.Context)
+		rctx.Reset()
+		rctx.Routes = mux
+		mux.ServeHTTP(w, r.WithContext(&requestContext{Context: r.Context(), route: rctx}))
+		routeContexts.Put(rctx)
+	})
 }
 
 // noteError records the cause of an error answer for the access log.
@@ -59,8 +95,11 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		start := time.Now()
 		id := h.requestID(r)
 		w.Header().Set("X-Request-Id", id)
-		info := &reqInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+		info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo)
+		if !ok { // not served through withRequestContext
+			info = &reqInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+		}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
 

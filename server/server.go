@@ -161,7 +161,7 @@ func New(cfg Config) http.Handler {
 		r.Get("/playground/*", cfg.Playground.ServeHTTP)
 		r.Get("/favicon.ico", cfg.Playground.ServeHTTP)
 	}
-	return r
+	return withRequestContext(r)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
