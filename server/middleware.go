@@ -117,18 +117,23 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		if !h.log.Enabled(r.Context(), level) {
 			return
 		}
-		attrs := []slog.Attr{
+		// The record goes straight to the handler: Logger.LogAttrs would
+		// also capture the caller's program counter, which no handler here
+		// uses (none sets AddSource), and read the clock once more.
+		end := time.Now()
+		rec := slog.NewRecord(end, level, "request", 0)
+		rec.AddAttrs(
 			slog.String("id", id),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.RequestURI()),
 			slog.Int("status", status),
 			slog.Int("bytes", ww.BytesWritten()),
-			slog.Duration("dur", time.Since(start)),
-		}
+			slog.Duration("dur", end.Sub(start)),
+		)
 		if info.err != nil {
-			attrs = append(attrs, slog.String("err", info.err.Error()))
+			rec.AddAttrs(slog.String("err", info.err.Error()))
 		}
-		h.log.LogAttrs(r.Context(), level, "request", attrs...)
+		_ = h.log.Handler().Handle(r.Context(), rec)
 	})
 }
 
