@@ -94,7 +94,7 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := h.requestID(r)
-		w.Header().Set("X-Request-Id", id)
+		w.Header()["X-Request-Id"] = []string{id} // canonical already
 		info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo)
 		if !ok { // not served through withRequestContext
 			info = &reqInfo{}

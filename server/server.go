@@ -302,10 +302,13 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req 
 func (h *handler) writeEntry(w http.ResponseWriter, e cache.Entry) {
 	// This is every cache hit: the keys are canonical already, so they are
 	// assigned rather than passed through Header.Set's canonicalization.
+	// The values share one array, each slice capped at its one element so
+	// that an Add elsewhere copies rather than overwrites the next.
 	hd := w.Header()
-	hd["Content-Type"] = []string{"application/json; charset=utf-8"}
-	hd["Content-Length"] = []string{strconv.Itoa(len(e.Value))}
-	hd["Cache-Control"] = []string{h.cacheControl(e.FetchedAt, e.Stale)}
+	v := &[3]string{"application/json; charset=utf-8", strconv.Itoa(len(e.Value)), h.cacheControl(e.FetchedAt, e.Stale)}
+	hd["Content-Type"] = v[0:1:1]
+	hd["Content-Length"] = v[1:2:2]
+	hd["Cache-Control"] = v[2:3:3]
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(e.Value)
 }
