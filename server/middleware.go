@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 )
 
@@ -19,6 +22,40 @@ type reqInfoKey struct{}
 // reqInfo is what a handler tells the access log beyond status and size.
 type reqInfo struct {
 	err error
+}
+
+// requestContext is the one context New's handler adds to a request: it
+// carries both chi's routing context and the access log's record, so that
+// neither chi nor logRequests copies the request to add its own.
+type requestContext struct {
+	context.Context
+	route *chi.Context
+	info  reqInfo
+}
+
+func (c *requestContext) Value(key any) any {
+	switch key {
+	case chi.RouteCtxKey:
+		return c.route
+	case reqInfoKey{}:
+		return &c.info
+	}
+	return c.Context.Value(key)
+}
+
+// routeContexts recycles chi's routing contexts, as chi itself does.
+var routeContexts = sync.Pool{New: func() any { return chi.NewRouteContext() }}
+
+// withRequestContext serves mux with a requestContext: chi finds its routing
+// context there and uses it rather than adding one.
+func withRequestContext(mux *chi.Mux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rctx := routeContexts.Get().(*chi.Context)
+		rctx.Reset()
+		rctx.Routes = mux
+		mux.ServeHTTP(w, r.WithContext(&requestContext{Context: r.Context(), route: rctx}))
+		routeContexts.Put(rctx)
+	})
 }
 
 // noteError records the cause of an error answer for the access log.
@@ -57,9 +94,12 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := h.requestID(r)
-		w.Header().Set("X-Request-Id", id)
-		info := &reqInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+		w.Header()["X-Request-Id"] = []string{id} // canonical already
+		info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo)
+		if !ok { // not served through withRequestContext
+			info = &reqInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+		}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
 
@@ -77,18 +117,23 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		if !h.log.Enabled(r.Context(), level) {
 			return
 		}
-		attrs := []slog.Attr{
+		// The record goes straight to the handler: Logger.LogAttrs would
+		// also capture the caller's program counter, which no handler here
+		// uses (none sets AddSource), and read the clock once more.
+		end := time.Now()
+		rec := slog.NewRecord(end, level, "request", 0)
+		rec.AddAttrs(
 			slog.String("id", id),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.RequestURI()),
 			slog.Int("status", status),
 			slog.Int("bytes", ww.BytesWritten()),
-			slog.Duration("dur", time.Since(start)),
-		}
+			slog.Duration("dur", end.Sub(start)),
+		)
 		if info.err != nil {
-			attrs = append(attrs, slog.String("err", info.err.Error()))
+			rec.AddAttrs(slog.String("err", info.err.Error()))
 		}
-		h.log.LogAttrs(r.Context(), level, "request", attrs...)
+		_ = h.log.Handler().Handle(r.Context(), rec)
 	})
 }
 
@@ -176,13 +221,28 @@ func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
 // 100 bytes, and a huge query string would otherwise be parsed in full.
 const maxURIBytes = 8 << 10
 
-// limitURI answers 414 for request targets longer than maxURIBytes.
-func (h *handler) limitURI(next http.Handler) http.Handler {
+// limitV1URI answers 414 for request targets under /v1 longer than
+// maxURIBytes: those chi would route to a sub-router mounted at /v1.
+func (h *handler) limitV1URI(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !underV1(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if len(r.RequestURI) > maxURIBytes || len(r.URL.Path)+len(r.URL.RawQuery) > maxURIBytes {
 			h.fail(w, r, apiError{Status: http.StatusRequestURITooLong, Code: CodeURITooLong, Message: "request target longer than " + strconv.Itoa(maxURIBytes) + " bytes"})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// underV1 reports whether chi would route r into /v1: it routes on the raw
+// path when there is one.
+func underV1(r *http.Request) bool {
+	path := r.URL.RawPath
+	if path == "" {
+		path = r.URL.Path
+	}
+	return strings.HasPrefix(path, "/v1") && (len(path) == 3 || path[3] == '/')
 }

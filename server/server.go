@@ -115,7 +115,10 @@ func New(cfg Config) http.Handler {
 	if c := newCORS(cfg.CORSOrigins); c != nil {
 		r.Use(c)
 	}
-	r.Use(h.limitBody, middleware.GetHead)
+	// The /v1 routes are on this router rather than a sub-router, which
+	// would route each request twice; limitURI covers every /v1 target,
+	// unknown ones included, as a sub-router's middleware would.
+	r.Use(h.limitBody, middleware.GetHead, h.limitV1URI)
 	r.NotFound(h.notFound)
 	// chi sends here both a known method on a route without it and any
 	// method chi does not know; neither tells the handler the allowed
@@ -136,17 +139,14 @@ func New(cfg Config) http.Handler {
 	})
 
 	r.Get("/healthz", h.healthz)
-	r.Route("/v1", func(r chi.Router) {
-		r.Use(h.limitURI)
-		r.Get("/body/{channel}", h.body)
-		r.Get("/post/{channel}/{id}", h.post)
-		r.Get("/more/{channel}/{direction}/{position}", h.more)
-		r.Get("/preview/{channel}", h.preview)
-		r.Post("/previews", h.previews)
-		if cfg.Feed != nil {
-			r.Post("/feed", h.feed)
-		}
-	})
+	r.Get("/v1/body/{channel}", h.body)
+	r.Get("/v1/post/{channel}/{id}", h.post)
+	r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
+	r.Get("/v1/preview/{channel}", h.preview)
+	r.Post("/v1/previews", h.previews)
+	if cfg.Feed != nil {
+		r.Post("/v1/feed", h.feed)
+	}
 	// Mount points take only the methods they serve, so that any other
 	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
 	// OPTIONS is no exception: CORS preflights never reach the router.
@@ -161,7 +161,7 @@ func New(cfg Config) http.Handler {
 		r.Get("/playground/*", cfg.Playground.ServeHTTP)
 		r.Get("/favicon.ico", cfg.Playground.ServeHTTP)
 	}
-	return r
+	return withRequestContext(r)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
@@ -302,10 +302,13 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req 
 func (h *handler) writeEntry(w http.ResponseWriter, e cache.Entry) {
 	// This is every cache hit: the keys are canonical already, so they are
 	// assigned rather than passed through Header.Set's canonicalization.
+	// The values share one array, each slice capped at its one element so
+	// that an Add elsewhere copies rather than overwrites the next.
 	hd := w.Header()
-	hd["Content-Type"] = []string{"application/json; charset=utf-8"}
-	hd["Content-Length"] = []string{strconv.Itoa(len(e.Value))}
-	hd["Cache-Control"] = []string{h.cacheControl(e.FetchedAt, e.Stale)}
+	v := &[3]string{"application/json; charset=utf-8", strconv.Itoa(len(e.Value)), h.cacheControl(e.FetchedAt, e.Stale)}
+	hd["Content-Type"] = v[0:1:1]
+	hd["Content-Length"] = v[1:2:2]
+	hd["Cache-Control"] = v[2:3:3]
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(e.Value)
 }

@@ -27,7 +27,11 @@ import (
 // serve runs the API until ctx ends, then shuts down gracefully. ready, when
 // set, is called with the listening address once requests are accepted.
 func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(addr string)) error {
-	log := newLogger(cfg, logOut)
+	// Deferred first, so it runs last: lines logged while shutting down
+	// are written before serve returns.
+	logBuf := newLogBuffer(logOut)
+	defer logBuf.Close()
+	log := newLogger(cfg, logBuf)
 
 	originURL, fallbackURL := cfg.Origin, cfg.FallbackOrigin
 	if cfg.Demo {
