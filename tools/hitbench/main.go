@@ -42,6 +42,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tmefeed/tmefeed/internal/procbin"
 )
 
 // config is one run.
@@ -251,20 +253,12 @@ func run(ctx context.Context, cfg config) (result, error) {
 
 	bin := cfg.Bin
 	if bin == "" {
-		bin = filepath.Join(dir, "tmefeed")
-		fmt.Fprintln(cfg.Log, "building tmefeed…")
-		args := []string{"build", "-o", bin}
-		if cfg.Race {
-			args = append(args, "-race")
-		}
-		build := exec.CommandContext(ctx, "go", append(args, "github.com/tmefeed/tmefeed/cmd/tmefeed")...)
-		build.Stdout, build.Stderr = cfg.Log, cfg.Log
-		if err := build.Run(); err != nil {
-			return result{}, fmt.Errorf("build tmefeed: %w", err)
+		if bin, err = procbin.Build(ctx, dir, cfg.Race, cfg.Log); err != nil {
+			return result{}, err
 		}
 	}
 
-	port, err := freePort()
+	port, err := procbin.FreePort()
 	if err != nil {
 		return result{}, err
 	}
@@ -450,15 +444,6 @@ func waitHealthy(ctx context.Context, c *child) error {
 			return fmt.Errorf("%s not healthy within 30s:\n%s", c.name, c.tail())
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // The bare server is this program run again with these variables set.

@@ -35,6 +35,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/procbin"
 	"github.com/tmefeed/tmefeed/internal/redistest"
 )
 
@@ -188,16 +189,8 @@ func run(ctx context.Context, cfg config) (report, error) {
 
 	bin := cfg.Bin
 	if bin == "" {
-		bin = filepath.Join(dir, "tmefeed")
-		fmt.Fprintln(cfg.Log, "building tmefeed…")
-		args := []string{"build", "-o", bin}
-		if cfg.Race {
-			args = append(args, "-race")
-		}
-		build := exec.CommandContext(ctx, "go", append(args, "github.com/tmefeed/tmefeed/cmd/tmefeed")...)
-		build.Stdout, build.Stderr = cfg.Log, cfg.Log
-		if err := build.Run(); err != nil {
-			return report{}, fmt.Errorf("build tmefeed: %w", err)
+		if bin, err = procbin.Build(ctx, dir, cfg.Race, cfg.Log); err != nil {
+			return report{}, err
 		}
 	}
 
@@ -362,7 +355,7 @@ type proc struct {
 }
 
 func startProc(ctx context.Context, bin, dir string, n int, env map[string]string) (*proc, error) {
-	port, err := freePort()
+	port, err := procbin.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -423,15 +416,6 @@ func (p *proc) tail() string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func sum(m map[string]int64) (n int64) {
