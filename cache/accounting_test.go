@@ -8,17 +8,9 @@ import (
 	"runtime"
 	"testing"
 	"time"
-)
 
-// heapInUse returns the live heap after forcing collection, so garbage left
-// by earlier work does not count.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
+	"github.com/tmefeed/tmefeed/internal/memsize"
+)
 
 // warmCodec makes c allocate its lazily built zstd state (one per encoder
 // and decoder slot) so that it is not counted as the cache's growth.
@@ -78,9 +70,9 @@ func TestEntryOverhead(t *testing.T) {
 	}
 	warmCodec(t, m.codec, []testPage{{body: values[0]}})
 
-	before := heapInUse()
+	before := memsize.LiveHeap()
 	fill(t, m, n, func(i int) []byte { return values[i] })
-	after := heapInUse()
+	after := memsize.LiveHeap()
 	runtime.KeepAlive(values)
 
 	s := m.Stats()
@@ -117,9 +109,9 @@ func TestMemoryAccounting(t *testing.T) {
 	}
 	n := 3 * maxBytes / 2 * len(pages) / compressed
 
-	before := heapInUse()
+	before := memsize.LiveHeap()
 	raw := fill(t, m, n, func(i int) []byte { return varyPage(pages[i%len(pages)].body, i) })
-	after := heapInUse()
+	after := memsize.LiveHeap()
 
 	s := m.Stats()
 	growth := float64(after) - float64(before)

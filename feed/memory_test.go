@@ -6,24 +6,16 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 )
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // variedOrigin serves one recorded page under any channel name, with the
 // name appended as a comment so every channel's bytes (and parse) differ.
@@ -106,13 +98,13 @@ func TestBuildAccounting(t *testing.T) {
 	s := newStack(t, 1<<20, 1<<30, 1<<30)
 	s.feedOf(t, 100_000, 4) // codec state and the like, not the stores'
 	s.pages.CleanUp()
-	before := liveHeap()
+	before := memsize.LiveHeap()
 	base, _ := s.accounted()
 	for i := range feeds {
 		s.feedOf(t, i*width, width)
 	}
 	acc, parts := s.accounted()
-	growth := float64(liveHeap()) - float64(before)
+	growth := float64(memsize.LiveHeap()) - float64(before)
 	acc -= base
 	t.Logf("%d feeds of %d channels: accounted %.0f B (%s), heap grew %.0f B (%+.1f%%)", feeds, width, acc, parts, growth, 100*(acc-growth)/growth)
 	if math.Abs(acc-growth) > 0.1*growth {

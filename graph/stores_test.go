@@ -10,15 +10,9 @@ import (
 	"testing"
 
 	"github.com/vektah/gqlparser/v2"
-)
 
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
+	"github.com/tmefeed/tmefeed/internal/memsize"
+)
 
 // TestStoresAccounting fills the persisted-query store and the document
 // cache with queries of the schema's usual shapes and compares the
@@ -58,7 +52,7 @@ func TestStoresAccounting(t *testing.T) {
 			for i := range queries {
 				queries[i] = shape(i)
 			}
-			before := liveHeap()
+			before := memsize.LiveHeap()
 			for _, q := range queries {
 				doc, err := gqlparser.LoadQuery(schema, q)
 				if err != nil {
@@ -67,7 +61,7 @@ func TestStoresAccounting(t *testing.T) {
 				s.queries.Add(ctx, q, doc)
 			}
 			s.CleanUp()
-			growth := float64(liveHeap()) - float64(before)
+			growth := float64(memsize.LiveHeap()) - float64(before)
 			est := float64(s.Bytes())
 			t.Logf("%d documents of %d B: estimate %.0f B, heap %.0f B (%+.1f%%)", n, len(queries[0]), est, growth, 100*(est-growth)/growth)
 			if est < 0.6*growth || est > 1.4*growth {
@@ -88,12 +82,12 @@ func TestStoresAccounting(t *testing.T) {
 			sum := sha256.Sum256([]byte(queries[i]))
 			hashes[i] = hex.EncodeToString(sum[:])
 		}
-		before := liveHeap()
+		before := memsize.LiveHeap()
 		for i := range n {
 			s.apq.Add(ctx, strings.Clone(hashes[i]), strings.Clone(queries[i]))
 		}
 		s.CleanUp()
-		growth := float64(liveHeap()) - float64(before)
+		growth := float64(memsize.LiveHeap()) - float64(before)
 		est := float64(s.Bytes())
 		t.Logf("%d persisted queries: estimate %.0f B, heap %.0f B (%+.1f%%)", n, est, growth, 100*(est-growth)/growth)
 		if est < 0.9*growth || est > 1.1*growth {

@@ -11,19 +11,11 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 )
-
-// liveHeap returns the live heap after forcing collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
 
 // fixturePages returns every recorded page of a kind the service parses.
 func fixturePages(t testing.TB) map[string][]byte {
@@ -71,7 +63,7 @@ func TestParsedSizeMatchesHeap(t *testing.T) {
 		ok := false
 		for try := 0; try < 3 && !ok; try++ {
 			held := make([]any, n)
-			before := liveHeap()
+			before := memsize.LiveHeap()
 			var err error
 			for i := range held {
 				if kind == parser.KindBody {
@@ -80,7 +72,7 @@ func TestParsedSizeMatchesHeap(t *testing.T) {
 					held[i], err = parser.ParsePreview(b)
 				}
 			}
-			after := liveHeap()
+			after := memsize.LiveHeap()
 			runtime.KeepAlive(held)
 			if err != nil {
 				break // not a channel: nothing is allocated per parse
@@ -138,12 +130,12 @@ func measureService(t *testing.T, page []byte, n int, cfg pages.Config, refresh 
 	for i := range 2 * runtime.GOMAXPROCS(0) { // the codec's lazily built state is not the stores'
 		get(-1 - i)
 	}
-	before := liveHeap()
+	before := memsize.LiveHeap()
 	for i := range n {
 		get(i)
 	}
 	svc.CleanUp()
-	after := liveHeap()
+	after := memsize.LiveHeap()
 	return float64(after) - float64(before), svc, mem
 }
 

@@ -4,6 +4,7 @@ package memsize
 
 import (
 	"reflect"
+	"runtime"
 )
 
 // sizeClasses are the Go allocator's small-object size classes
@@ -118,4 +119,15 @@ func walk(v reflect.Value, depth int) int64 {
 func scalar(t reflect.Type) bool {
 	k := t.Kind()
 	return k >= reflect.Bool && k <= reflect.Complex128
+}
+
+// LiveHeap collects garbage twice (the second pass frees what the first
+// one's finalizers released) and returns the heap bytes still in use: the
+// measure that the size estimates are checked against.
+func LiveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

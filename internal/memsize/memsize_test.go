@@ -50,23 +50,15 @@ func TestDeepMatchesHeap(t *testing.T) {
 		est += Deep(make1(i))
 	}
 	keep := make([]*node, n)
-	before := heap()
+	before := LiveHeap()
 	for i := range keep {
 		keep[i] = make1(i)
 	}
-	after := heap()
+	after := LiveHeap()
 	runtime.KeepAlive(keep)
 	growth := float64(after) - float64(before) - float64(Alloc(n*8)) // minus keep itself
 	t.Logf("estimate %d B, heap %.0f B (%+.1f%%)", est, growth, 100*(float64(est)-growth)/growth)
 	if d := float64(est) - growth; d > 0.05*growth || d < -0.05*growth {
 		t.Errorf("estimate %d B, heap grew %.0f B: more than 5%% apart", est, growth)
 	}
-}
-
-func heap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
