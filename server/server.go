@@ -58,6 +58,9 @@ type Config struct {
 	Playground http.Handler
 	// Feed serves POST /v1/feed when not nil.
 	Feed FeedService
+	// Widget is mounted at /embed and /embed/* (GET) when not nil: the
+	// embeddable feed, which sets its own security headers.
+	Widget http.Handler
 	// CORSOrigins lists the origins browsers may call every route from
 	// ("*" for any); empty sends no CORS headers.
 	CORSOrigins []string
@@ -153,6 +156,10 @@ func New(cfg Config) http.Handler {
 	if cfg.GraphQL != nil {
 		r.Get(graphQLPath, cfg.GraphQL.ServeHTTP)
 		r.Post(graphQLPath, cfg.GraphQL.ServeHTTP)
+	}
+	if cfg.Widget != nil {
+		r.Get("/embed", cfg.Widget.ServeHTTP)
+		r.Get("/embed/*", cfg.Widget.ServeHTTP)
 	}
 	if cfg.Playground != nil {
 		r.Get("/", cfg.Playground.ServeHTTP)

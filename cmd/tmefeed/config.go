@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/widget"
 )
 
 // serveConfig is everything `tmefeed serve` is configured by. Each field
@@ -44,6 +45,8 @@ type serveConfig struct {
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
+	FrameAncestors      string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
+	EmbedPoll           time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -76,6 +79,8 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
+	{"EMBED_FRAME_ANCESTORS", "embed-frame-ancestors", "*", "pages allowed to embed the /embed widget, as CSP frame-ancestors sources separated by spaces or commas, e.g. 'self' https://dash.example.com"},
+	{"EMBED_POLL_INTERVAL", "embed-poll-interval", "15s", "how often an open /embed widget asks whether its feed changed"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -183,10 +188,24 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
 	}
 	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
+	cfg.FrameAncestors = *vals["EMBED_FRAME_ANCESTORS"]
+	if err := widget.CheckFrameAncestors(frameAncestors(cfg.FrameAncestors)); err != nil {
+		bad("EMBED_FRAME_ANCESTORS", err)
+	}
+	cfg.EmbedPoll = duration(*vals["EMBED_POLL_INTERVAL"], func(err error) { bad("EMBED_POLL_INTERVAL", err) }, false)
+	if cfg.EmbedPoll > 0 && cfg.EmbedPoll < 500*time.Millisecond {
+		bad("EMBED_POLL_INTERVAL", errors.New("want at least 500ms"))
+	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}
 	return cfg, nil
+}
+
+// frameAncestors splits EMBED_FRAME_ANCESTORS: CSP separates sources by
+// spaces, a list setting by commas; both are taken.
+func frameAncestors(s string) []string {
+	return strings.Fields(strings.ReplaceAll(s, ",", " "))
 }
 
 // lookup returns the variable's value and whether it is set non-empty.

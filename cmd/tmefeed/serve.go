@@ -22,6 +22,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/widget"
 )
 
 // serve runs the API until ctx ends, then shuts down gracefully. ready, when
@@ -192,6 +193,16 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		return nil, err
 	}
 	st.feeds, st.graph = gql.feeds, gql.stores
+	embed, err := widget.New(widget.Config{
+		Feed:           gql.feeds,
+		FrameAncestors: frameAncestors(cfg.FrameAncestors),
+		PollInterval:   cfg.EmbedPoll,
+		Logger:         log,
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	st.handler = server.New(server.Config{
 		Pages:      st.pages,
 		Refresh:    cfg.Refresh,
@@ -199,6 +210,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		GraphQL:    gql.handler,
 		Playground: gql.playground,
 		Feed:       gql.feeds,
+		Widget:     embed,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins: splitList(cfg.CORSOrigins),
 	})

@@ -1,0 +1,322 @@
+// Package widget is the embeddable live feed: GET /embed?channels=a,b is a
+// self-contained HTML page showing the channels' merged feed, for
+// dashboards and pages to drop in with an iframe, and GET /embed/new helps
+// write that iframe.
+//
+// The widget is a face over feed, like GraphQL and REST: its posts come
+// from feed.Service.Feed and its HTML is rendered once per feed build with
+// feed.Service.Rendered, so a thousand open widgets of one feed cost one
+// build and one render. The page keeps itself current by asking for its
+// posts again (GET /embed/posts, answered 304 while the build is
+// unchanged) and updating in place.
+//
+// Safe by construction: post HTML goes through package sanitize; every
+// answer carries a Content-Security-Policy that allows no inline script or
+// style and images only from Telegram's CDN; the page's CSS and JavaScript
+// are tmefeed's own, served under content-hashed names.
+package widget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zeebo/xxh3"
+
+	"github.com/tmefeed/tmefeed/fault"
+	"github.com/tmefeed/tmefeed/feed"
+)
+
+// FeedService builds feeds; *feed.Service is one.
+type FeedService interface {
+	Feed(ctx context.Context, req feed.Request) (*feed.Page, error)
+	Rendered(p *feed.Page, key string, render func() ([]byte, error)) ([]byte, error)
+	MaxChannels() int
+}
+
+// Defaults for the zero values of Config.
+const (
+	DefaultPollInterval = 15 * time.Second
+	DefaultMaxLimit     = 100
+)
+
+// ImageHosts are the hosts a widget loads images from: Telegram's CDN,
+// where t.me's pages point avatars, photos, thumbnails and emoji.
+var ImageHosts = []string{"https://telegram.org", "https://t.me", "https://*.telesco.pe", "https://*.telegram-cdn.org", "https://*.cdn-telegram.org"}
+
+// Config configures a Handler.
+type Config struct {
+	Feed FeedService // required
+	// FrameAncestors are the pages allowed to embed the widget, as
+	// Content-Security-Policy frame-ancestors sources ("*",
+	// "https://dash.example.com", "'self'"). Empty means "*".
+	FrameAncestors []string
+	// PollInterval is how often an open widget asks whether its feed
+	// changed (DefaultPollInterval).
+	PollInterval time.Duration
+	// MaxLimit bounds the posts one widget shows (DefaultMaxLimit).
+	MaxLimit int
+	// Logger receives render failures; nil discards.
+	Logger *slog.Logger
+}
+
+// Handler serves /embed, /embed/posts, /embed/new and /embed/assets/.
+type Handler struct {
+	feeds    FeedService
+	poll     time.Duration
+	maxLimit int
+	csp      string
+	assets   *assets
+	log      *slog.Logger
+}
+
+// A frame-ancestors source: a keyword or a scheme/host source without the
+// characters that would end the directive or the header.
+var ancestorSource = regexp.MustCompile(`^(\*|'self'|'none'|[a-zA-Z][a-zA-Z0-9+.-]*:|([a-zA-Z][a-zA-Z0-9+.-]*://)?(\*\.)?[a-zA-Z0-9.-]+(:(\d{1,5}|\*))?(/[^\s;,']*)?)$`)
+
+// CheckFrameAncestors reports the first source that cannot be used in a
+// frame-ancestors directive.
+func CheckFrameAncestors(sources []string) error {
+	for _, s := range sources {
+		if !ancestorSource.MatchString(s) {
+			return fmt.Errorf("%q is not a frame-ancestors source; want *, 'self', 'none', a scheme such as https: or an origin such as https://dash.example.com", s)
+		}
+		if s == "'none'" && len(sources) > 1 {
+			return errors.New("'none' cannot be combined with other frame-ancestors sources")
+		}
+	}
+	return nil
+}
+
+// New returns the widget's handler.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Feed == nil {
+		return nil, errors.New("widget: Config.Feed is required")
+	}
+	anc := cfg.FrameAncestors
+	if len(anc) == 0 {
+		anc = []string{"*"}
+	}
+	if err := CheckFrameAncestors(anc); err != nil {
+		return nil, fmt.Errorf("widget: %w", err)
+	}
+	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, log: cfg.Logger}
+	if h.poll <= 0 {
+		h.poll = DefaultPollInterval
+	}
+	if h.maxLimit <= 0 {
+		h.maxLimit = DefaultMaxLimit
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	a, err := loadAssets()
+	if err != nil {
+		return nil, fmt.Errorf("widget: %w", err)
+	}
+	h.assets = a
+	// One policy for every answer, pages and errors alike. frame-src is
+	// for the snippet page's preview of the widget itself.
+	h.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' " + strings.Join(ImageHosts, " ") +
+		"; connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + strings.Join(anc, " ")
+	return h, nil
+}
+
+// ServeHTTP routes the widget's paths; it is mounted at /embed and /embed/*.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.secure(w)
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		h.errorPage(w, http.StatusMethodNotAllowed, r.Method+" is not served here; use GET")
+		return
+	}
+	switch p := r.URL.Path; {
+	case p == "/embed" || p == "/embed/":
+		h.page(w, r)
+	case p == "/embed/posts":
+		h.fragment(w, r)
+	case p == "/embed/new":
+		h.snippet(w, r)
+	case strings.HasPrefix(p, "/embed/assets/"):
+		h.asset(w, r, strings.TrimPrefix(p, "/embed/assets/"))
+	default:
+		h.errorPage(w, http.StatusNotFound, "no such page: "+clip(p)+"; the widget is at /embed?channels=name and its snippet page at /embed/new")
+	}
+}
+
+// secure sets the headers every answer carries.
+func (h *Handler) secure(w http.ResponseWriter) {
+	hd := w.Header()
+	hd.Set("Content-Security-Policy", h.csp)
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+}
+
+// load answers the feed of the request's query, or writes the error page.
+func (h *Handler) load(w http.ResponseWriter, r *http.Request) (view, *feed.Page, bool) {
+	v, err := parseView(r.URL.Query(), h.feeds.MaxChannels(), h.maxLimit)
+	if err != nil {
+		h.errorPage(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), errBadParam.Error()+": "))
+		return v, nil, false
+	}
+	p, err := h.feeds.Feed(r.Context(), v.req)
+	if err != nil {
+		h.failFeed(w, err)
+		return v, nil, false
+	}
+	return v, p, true
+}
+
+// posts returns the feed's articles and notes, rendered once per build.
+func (h *Handler) posts(p *feed.Page) ([]byte, error) {
+	return h.feeds.Rendered(p, "widget:"+renderVersion, func() ([]byte, error) { return renderPosts(p) })
+}
+
+// GET /embed?channels=…: the widget page.
+func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
+	v, p, ok := h.load(w, r)
+	if !ok {
+		return
+	}
+	etag := tag(p.Key, renderVersion, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10))
+	if notModified(w, r, etag) {
+		return
+	}
+	body, err := h.posts(p)
+	if err != nil {
+		h.failFeed(w, err)
+		return
+	}
+	out, err := renderPage(pageData{
+		Theme:    v.theme,
+		Title:    "Telegram: @" + strings.Join(v.req.Channels, ", @"),
+		Channels: v.req.Channels,
+		Source:   "/embed/posts?" + v.query,
+		Poll:     h.poll.Milliseconds(),
+		ETag:     fragmentTag(p),
+		Posts:    body,
+		CSS:      h.assets.url("widget.css"),
+		JS:       h.assets.url("widget.js"),
+	})
+	if err != nil {
+		h.failFeed(w, err)
+		return
+	}
+	writeHTML(w, r, out)
+}
+
+// GET /embed/posts?…: the articles alone, for the page's refresh; 304
+// while the feed's build is the same.
+func (h *Handler) fragment(w http.ResponseWriter, r *http.Request) {
+	_, p, ok := h.load(w, r)
+	if !ok {
+		return
+	}
+	if notModified(w, r, fragmentTag(p)) {
+		return
+	}
+	body, err := h.posts(p)
+	if err != nil {
+		h.failFeed(w, err)
+		return
+	}
+	writeHTML(w, r, body)
+}
+
+func fragmentTag(p *feed.Page) string { return tag(p.Key, renderVersion) }
+
+// tag makes a strong ETag of the parts an answer depends on.
+func tag(parts ...string) string {
+	hs := xxh3.New()
+	for _, s := range parts {
+		_, _ = hs.WriteString(s)
+		_, _ = hs.Write([]byte{0})
+	}
+	return `"` + strconv.FormatUint(hs.Sum64(), 36) + `"`
+}
+
+// notModified sets the validators and answers 304 when the client's copy
+// is current. Pages are revalidated on every use: their posts change.
+func notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
+	hd := w.Header()
+	hd.Set("ETag", etag)
+	hd.Set("Cache-Control", "no-cache")
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
+}
+
+func etagMatches(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == etag || t == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func writeHTML(w http.ResponseWriter, r *http.Request, b []byte) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(b)
+}
+
+// failFeed writes a failure of the feed as the error page, with the status
+// every face gives its fault kind.
+func (h *Handler) failFeed(w http.ResponseWriter, err error) {
+	f := fault.Classify(err)
+	status := http.StatusInternalServerError
+	switch f.Kind {
+	case fault.InvalidUsername, fault.InvalidPosition, fault.BadRequest:
+		status = http.StatusBadRequest
+	case fault.NotFound, fault.NotAChannel, fault.PostNotFound:
+		status = http.StatusNotFound
+	case fault.RateLimited:
+		status = http.StatusTooManyRequests
+	case fault.Upstream:
+		status = http.StatusBadGateway
+	case fault.Unavailable:
+		status = http.StatusServiceUnavailable
+	case fault.Timeout:
+		status = http.StatusGatewayTimeout
+	case fault.Canceled:
+		status = 499 // the client went away; nobody reads this
+	case fault.Internal:
+		h.log.Error("widget", "err", err)
+	}
+	if s, ok := f.RetryAfterSeconds(time.Now()); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(s))
+	}
+	h.errorPage(w, status, f.Message)
+}
+
+// errorPage writes a small HTML page saying what went wrong.
+func (h *Handler) errorPage(w http.ResponseWriter, status int, msg string) {
+	b, err := renderError(errorData{Status: status, StatusText: http.StatusText(status), Message: msg, CSS: h.assets.url("widget.css")})
+	hd := w.Header()
+	hd.Del("ETag")
+	hd.Set("Cache-Control", "no-store")
+	if err != nil {
+		hd.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = fmt.Fprintln(w, msg)
+		return
+	}
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
