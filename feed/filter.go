@@ -19,6 +19,27 @@ type filter struct {
 	key      string   // the same for filters that keep the same posts
 }
 
+// Matcher is a compiled Filter: it keeps the posts a feed with that
+// filter keeps. Faces that see posts one at a time (live updates) use it
+// so that their filters mean exactly what feed's do.
+type Matcher struct{ f filter }
+
+// CompileFilter checks f as Service.Feed does; a bad filter is an error
+// wrapping ErrBadRequest.
+func CompileFilter(f Filter) (Matcher, error) {
+	nf, err := newFilter(f)
+	if err != nil {
+		return Matcher{}, err
+	}
+	return Matcher{nf}, nil
+}
+
+// Match reports whether p passes every condition of the filter.
+func (m *Matcher) Match(p *parser.Post) bool { return m.f.match(p) }
+
+// Key is the same for filters that keep the same posts.
+func (m *Matcher) Key() string { return m.f.key }
+
 // maxFilterValues bounds the lists of a filter.
 const maxFilterValues = 100
 
