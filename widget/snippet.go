@@ -107,8 +107,8 @@ func frameSize(s string, percentOK bool) bool {
 }
 
 // iframeCode is the one line a page embeds the widget with. snippet.js
-// writes the same line; TestSnippetScriptWritesTheServersCode holds them
-// together.
+// writes the same line as the form changes; the browser test loads what
+// it writes.
 func iframeCode(src, title, width, height string) string {
 	esc := template.HTMLEscapeString
 	return `<iframe src="` + esc(src) + `" title="` + esc(title) + `" width="` + esc(width) + `" height="` + esc(height) +

@@ -1,0 +1,574 @@
+package widget_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/widget"
+)
+
+// env is the widget over the real feed, page service, embedded cache and
+// origin client, against the fixture origin on a loopback port. The cache
+// is off (CACHE_MODE=off), so every request reads the origin's pages as
+// they are now, as a widget sees them once its refresh point passed.
+type env struct {
+	origin *fixtures.Origin
+	h      http.Handler
+}
+
+func newEnv(t *testing.T, cfg widget.Config) *env {
+	t.Helper()
+	o := fixtures.NewOrigin(fixtures.OriginOptions{})
+	ts := httptest.NewServer(o)
+	t.Cleanup(ts.Close)
+	client, err := origin.New(origin.Config{BaseURL: ts.URL, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	fs, err := feed.New(feed.Config{Pages: pages.New(pages.Config{Cache: mem, Origin: client})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fs.Close)
+	cfg.Feed = fs
+	h, err := widget.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{origin: o, h: h}
+}
+
+func (e *env) get(t *testing.T, target string, hdr ...string) *http.Response {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+func body(t *testing.T, r *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func parse(t *testing.T, s string) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func attr(n *html.Node, k string) string {
+	for _, a := range n.Attr {
+		if a.Key == k {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func hasClass(n *html.Node, c string) bool {
+	for _, x := range strings.Fields(attr(n, "class")) {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// all returns the elements under n that match.
+func all(n *html.Node, match func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && match(n) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func tag(name string) func(*html.Node) bool {
+	return func(n *html.Node) bool { return n.Data == name }
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
+}
+
+func articles(t *testing.T, s string) []*html.Node {
+	return all(parse(t, s), tag("article"))
+}
+
+func TestWidgetShowsTheMergedFeed(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	r := e.get(t, "/embed?channels=tmefeed_news,hadashot_today&limit=20&theme=dark")
+	page := body(t, r)
+	if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "text/html; charset=utf-8" {
+		t.Fatalf("%d %s: %.300s", r.StatusCode, r.Header.Get("Content-Type"), page)
+	}
+	doc := parse(t, page)
+	if h := all(doc, tag("html")); attr(h[0], "data-theme") != "dark" {
+		t.Errorf("theme %q, want dark", attr(h[0], "data-theme"))
+	}
+	feeds := all(doc, func(n *html.Node) bool { return attr(n, "role") == "feed" })
+	if len(feeds) != 1 {
+		t.Fatalf("%d role=feed elements", len(feeds))
+	}
+	arts := all(feeds[0], tag("article"))
+	if len(arts) != 20 {
+		t.Fatalf("%d articles, want 20", len(arts))
+	}
+	seen := map[string]bool{}
+	var last string
+	for _, a := range arts {
+		key := attr(a, "data-key")
+		ch, id, _ := strings.Cut(key, "/")
+		seen[ch] = true
+		// Newest first by the ISO date each post carries.
+		times := all(a, tag("time"))
+		if len(times) != 1 || attr(times[0], "datetime") == "" {
+			t.Fatalf("%s: no <time datetime>", key)
+		}
+		if d := attr(times[0], "datetime"); last != "" && d > last {
+			t.Errorf("%s dated %s after a post dated %s: not newest first", key, d, last)
+		} else {
+			last = d
+		}
+		links := all(a, func(n *html.Node) bool { return attr(n, "href") == "https://t.me/"+ch+"/"+id })
+		if len(links) == 0 {
+			t.Errorf("%s: no link to the post on t.me", key)
+		}
+		if attr(a, "tabindex") != "0" || attr(a, "aria-labelledby") == "" {
+			t.Errorf("%s: article not focusable or unlabelled", key)
+		}
+		heads := all(a, func(n *html.Node) bool { return hasClass(n, "tf-chan") })
+		if len(heads) != 1 || text(heads[0]) == "" {
+			t.Errorf("%s: no channel title", key)
+		}
+		for _, tx := range all(a, func(n *html.Node) bool { return hasClass(n, "tf-text") }) {
+			if attr(tx, "dir") != "auto" {
+				t.Errorf("%s: text without dir=auto", key)
+			}
+		}
+	}
+	if !seen["tmefeed_news"] || !seen["hadashot_today"] {
+		t.Errorf("channels shown: %v", seen)
+	}
+	if !strings.Contains(page, "חדשות היום") {
+		t.Error("the Hebrew channel's title is missing")
+	}
+}
+
+func TestWidgetRendersEveryKindOfPart(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	page := body(t, e.get(t, "/embed?channels=tmefeed_news&limit=23"))
+	byKey := map[string]*html.Node{}
+	for _, a := range articles(t, page) {
+		byKey[attr(a, "data-key")] = a
+	}
+	has := func(id, class, want string) {
+		t.Helper()
+		a := byKey["tmefeed_news/"+id]
+		if a == nil {
+			t.Fatalf("post %s not shown", id)
+		}
+		els := all(a, func(n *html.Node) bool { return hasClass(n, class) })
+		if len(els) == 0 || !strings.Contains(text(els[0]), want) {
+			t.Errorf("post %s: no .%s holding %q", id, class, want)
+		}
+	}
+	has("32", "tf-text", "tmefeed 1.5 is out")
+	has("32", "tf-reacts", "1.2K")
+	has("33", "tf-views", "845")
+	has("34", "tf-preview", "Back-pressure without tears")
+	has("42", "tf-video", "0:48")
+	has("42", "tf-buttons", "Docs")
+	has("43", "tf-location", "Alexanderplatz")
+	has("45", "tf-file", "18.7 MB")
+	has("47", "tf-file", "Voice message")
+	has("51", "tf-poll", "What do you use tmefeed for?")
+	has("51", "tf-poll", "58%")
+	has("41", "tf-reply", "Sunset over the data centre")
+	has("40", "tf-fwd", "Alex Kim")
+	// Formatting survives sanitizing; the hashtag links to the channel's search on t.me.
+	a := byKey["tmefeed_news/32"]
+	for _, el := range []string{"b", "i", "u", "s", "code", "blockquote", "tg-spoiler", "tg-emoji"} {
+		if len(all(a, tag(el))) == 0 {
+			t.Errorf("post 32 lost its <%s>", el)
+		}
+	}
+	if len(all(a, func(n *html.Node) bool { return attr(n, "href") == "https://t.me/s/tmefeed_news?q=%23release" })) != 1 {
+		t.Error("post 32: the #release hashtag does not link to t.me")
+	}
+	if imgs := all(byKey["tmefeed_news/33"], tag("img")); len(imgs) < 2 || !strings.HasPrefix(attr(imgs[1], "src"), "https://cdn4.telesco.pe/") {
+		t.Error("post 33: the photo is not shown from Telegram's CDN")
+	}
+}
+
+func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	page := body(t, e.get(t, "/embed?channels=tmefeed_news"))
+	var css string
+	for _, l := range all(parse(t, page), tag("link")) {
+		css = attr(l, "href")
+	}
+	for _, target := range []string{"/embed?channels=tmefeed_news", "/embed/posts?channels=tmefeed_news", "/embed/new", "/embed/new?channels=tmefeed_news",
+		"/embed?channels=x", "/embed/nope", css} {
+		r := e.get(t, target)
+		csp := r.Header.Get("Content-Security-Policy")
+		directives := map[string]string{}
+		for _, d := range strings.Split(csp, ";") {
+			name, val, _ := strings.Cut(strings.TrimSpace(d), " ")
+			directives[name] = val
+		}
+		for name, want := range map[string]string{
+			"default-src": "'none'", "script-src": "'self'", "style-src": "'self'", "connect-src": "'self'",
+			"frame-ancestors": "*", "base-uri": "'none'",
+		} {
+			if directives[name] != want {
+				t.Errorf("%s: %s %q, want %q (CSP %q)", target, name, directives[name], want, csp)
+			}
+		}
+		img := strings.Fields(directives["img-src"])
+		for _, want := range []string{"'self'", "https://*.telesco.pe", "https://telegram.org"} {
+			if !strings.Contains(" "+directives["img-src"]+" ", " "+want+" ") {
+				t.Errorf("%s: img-src %q lacks %s", target, img, want)
+			}
+		}
+		if strings.Contains(csp, "unsafe") || strings.Contains(csp, "data:") {
+			t.Errorf("%s: CSP allows %q", target, csp)
+		}
+		if r.Header.Get("X-Content-Type-Options") != "nosniff" || r.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("%s: X-Content-Type-Options %q, Referrer-Policy %q", target, r.Header.Get("X-Content-Type-Options"), r.Header.Get("Referrer-Policy"))
+		}
+	}
+}
+
+func TestFrameAncestorsFromTheSetting(t *testing.T) {
+	e := newEnv(t, widget.Config{FrameAncestors: []string{"'self'", "https://dash.example.com"}})
+	for _, target := range []string{"/embed?channels=tmefeed_news", "/embed/new", "/embed?limit=0"} {
+		csp := e.get(t, target).Header.Get("Content-Security-Policy")
+		if !strings.HasSuffix(csp, "; frame-ancestors 'self' https://dash.example.com") {
+			t.Errorf("%s: CSP %q", target, csp)
+		}
+	}
+	for _, bad := range [][]string{{"https://a.example; script-src *"}, {"'none'", "https://a.example"}, {"https://a.example,https://b.example"}, {"'unsafe-inline'"}} {
+		if _, err := widget.New(widget.Config{Feed: stubFeed{}, FrameAncestors: bad}); err == nil {
+			t.Errorf("frame ancestors %q accepted", bad)
+		}
+	}
+}
+
+// TestPageNeedsNothingTheCSPForbids: no inline script or style, no event
+// handler attributes, no style attributes, and every image on a host the
+// policy allows; otherwise the browser would block part of the page.
+func TestPageNeedsNothingTheCSPForbids(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	for _, target := range []string{"/embed?channels=tmefeed_news,emoji_party,kanal_novostei,hadashot_today,retro_channel&limit=100", "/embed/new?channels=tmefeed_news"} {
+		doc := parse(t, body(t, e.get(t, target)))
+		var imgs int
+		for _, n := range all(doc, func(*html.Node) bool { return true }) {
+			for _, a := range n.Attr {
+				if a.Key == "style" || strings.HasPrefix(a.Key, "on") {
+					t.Errorf("%s: <%s %s=%q>", target, n.Data, a.Key, a.Val)
+				}
+			}
+			switch n.Data {
+			case "script":
+				if attr(n, "src") == "" || n.FirstChild != nil {
+					t.Errorf("%s: inline script", target)
+				}
+			case "style":
+				t.Errorf("%s: inline <style>", target)
+			case "img":
+				imgs++
+				u, err := url.Parse(attr(n, "src"))
+				if err != nil || u.Scheme != "https" || !(strings.HasSuffix(u.Host, ".telesco.pe") || u.Host == "telegram.org") {
+					t.Errorf("%s: image from %q", target, attr(n, "src"))
+				}
+			}
+		}
+		if strings.HasPrefix(target, "/embed?") && imgs < 20 {
+			t.Errorf("%s: only %d images", target, imgs)
+		}
+	}
+}
+
+func TestBadParametersAnswer400(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	for target, want := range map[string]string{
+		"/embed":                                            "channels: list at least one channel",
+		"/embed?channels=":                                  "channels: list at least one channel",
+		"/embed?channels=a!b":                               "channels:",
+		"/embed?channels=tmefeed_news&limit=0":              "limit: want a whole number from 1 to 100",
+		"/embed?channels=tmefeed_news&limit=abc":            "limit:",
+		"/embed?channels=tmefeed_news&limit=5000":           "limit:",
+		"/embed?channels=tmefeed_news&order=best":           "order: want newest or ranked",
+		"/embed?channels=tmefeed_news&theme=neon":           "theme: want auto, light or dark",
+		"/embed?channels=tmefeed_news&colour=red":           `unknown parameter "colour"`,
+		"/embed?channels=a&channels=b":                      `"channels" is given 2 times`,
+		"/embed?channels=tmefeed_news&mediaKinds=hologram":  `unknown kind "hologram"`,
+		"/embed?channels=tmefeed_news&since=yesterday":      "since: want an RFC 3339",
+		"/embed?channels=tmefeed_news&excludeReplies=maybe": "excludeReplies: want true or false",
+		"/embed?channels=tmefeed_news&since=2026-05-01T00:00:00Z&until=2026-04-01T00:00:00Z": "since must be before until",
+		"/embed/posts?channels=tmefeed_news&limit=-1":                                        "limit:",
+	} {
+		r := e.get(t, target)
+		b := body(t, r)
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(r.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("%s: %d %s, want 400 HTML", target, r.StatusCode, r.Header.Get("Content-Type"))
+		}
+		if !strings.Contains(html.UnescapeString(b), want) {
+			t.Errorf("%s: page does not say %q: %.400s", target, want, b)
+		}
+	}
+	if r := e.get(t, "/embed/elsewhere"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("/embed/elsewhere: %d", r.StatusCode)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/embed?channels=tmefeed_news", nil)
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST: %d Allow %q", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+func TestChannelsThatFailAreSaidNotDropped(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	r := e.get(t, "/embed?channels=tmefeed_news,nobody_here_404")
+	b := html.UnescapeString(body(t, r))
+	if r.StatusCode != http.StatusOK || !strings.Contains(b, "@nobody_here_404 could not be shown") {
+		t.Errorf("%d: %.600s", r.StatusCode, b)
+	}
+}
+
+// TestPollsCostNothingUntilTheFeedChanges: the fragment the page refreshes
+// from answers 304 to its own ETag, and new content once a post is
+// published or edited at the origin.
+func TestPollsCostNothingUntilTheFeedChanges(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	const target = "/embed/posts?channels=tmefeed_news,hadashot_today&limit=5"
+	r := e.get(t, target)
+	first := body(t, r)
+	etag := r.Header.Get("ETag")
+	if r.StatusCode != http.StatusOK || etag == "" || r.Header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("%d ETag %q Cache-Control %q", r.StatusCode, etag, r.Header.Get("Cache-Control"))
+	}
+	if strings.Contains(first, "<html") || len(articles(t, first)) != 5 {
+		t.Fatalf("the fragment is not 5 bare articles: %.300s", first)
+	}
+	r = e.get(t, target, "If-None-Match", etag)
+	if r.StatusCode != http.StatusNotModified || body(t, r) != "" {
+		t.Fatalf("unchanged feed: %d, want 304", r.StatusCode)
+	}
+	// The widget page names the same fragment and ETag, so its first poll is a 304.
+	doc := parse(t, body(t, e.get(t, "/embed?channels=tmefeed_news,hadashot_today&limit=5")))
+	main := all(doc, tag("main"))[0]
+	if attr(main, "data-src") != target || attr(main, "data-etag") != etag {
+		t.Errorf("page polls %q with ETag %q, want %q %q", attr(main, "data-src"), attr(main, "data-etag"), target, etag)
+	}
+
+	id := e.origin.PublishPost("tmefeed_news", "Fresh from the origin")
+	r = e.get(t, target, "If-None-Match", etag)
+	fresh := body(t, r)
+	if r.StatusCode != http.StatusOK || r.Header.Get("ETag") == etag {
+		t.Fatalf("after a post was published: %d ETag %q", r.StatusCode, r.Header.Get("ETag"))
+	}
+	arts := articles(t, fresh)
+	if len(arts) != 5 || attr(arts[0], "data-key") != "tmefeed_news/"+strconv.Itoa(id) || !strings.Contains(text(arts[0]), "Fresh from the origin") {
+		t.Fatalf("the new post is not first: %q", attr(arts[0], "data-key"))
+	}
+
+	// An edit keeps the post's key and changes its revision.
+	rev := attr(arts[0], "data-rev")
+	e.origin.EditPost("tmefeed_news", id, "Fresh, and corrected")
+	arts = articles(t, body(t, e.get(t, target)))
+	if attr(arts[0], "data-key") != "tmefeed_news/"+strconv.Itoa(id) || attr(arts[0], "data-rev") == rev || !strings.Contains(text(arts[0]), "Fresh, and corrected") || !strings.Contains(text(arts[0]), "edited") {
+		t.Errorf("edited post: key %q rev %q (was %q): %q", attr(arts[0], "data-key"), attr(arts[0], "data-rev"), rev, text(arts[0]))
+	}
+}
+
+func TestAssetsAreCachedForAYearByName(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	doc := parse(t, body(t, e.get(t, "/embed?channels=tmefeed_news")))
+	var refs []string
+	for _, n := range all(doc, func(n *html.Node) bool { return n.Data == "link" || n.Data == "script" }) {
+		refs = append(refs, attr(n, "href")+attr(n, "src"))
+	}
+	if len(refs) != 2 {
+		t.Fatalf("assets %q", refs)
+	}
+	for _, ref := range refs {
+		r := e.get(t, ref)
+		b := body(t, r)
+		ct := r.Header.Get("Content-Type")
+		if r.StatusCode != http.StatusOK || len(b) < 1000 || !(strings.HasPrefix(ct, "text/css") || strings.HasPrefix(ct, "text/javascript")) {
+			t.Errorf("%s: %d %q %d bytes", ref, r.StatusCode, ct, len(b))
+		}
+		if cc := r.Header.Get("Cache-Control"); cc != "public, max-age=31536000, immutable" {
+			t.Errorf("%s: Cache-Control %q", ref, cc)
+		}
+		if r2 := e.get(t, ref, "If-None-Match", r.Header.Get("ETag")); r2.StatusCode != http.StatusNotModified {
+			t.Errorf("%s: revalidation answered %d", ref, r2.StatusCode)
+		}
+		if b := body(t, e.get(t, ref+"x")); !strings.Contains(b, "no such asset") {
+			t.Errorf("%sx: %.100s", ref, b)
+		}
+	}
+}
+
+func TestSnippetPageWritesWorkingIframeCode(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	r := e.get(t, "/embed/new")
+	if r.StatusCode != http.StatusOK || len(all(parse(t, body(t, r)), tag("form"))) != 1 {
+		t.Fatalf("/embed/new: %d, no form", r.StatusCode)
+	}
+
+	r = e.get(t, "/embed/new?channels=@TMEFEED_NEWS,+hadashot_today&order=ranked&theme=dark&limit=7&width=100%25&height=640&excludeService=true")
+	doc := parse(t, body(t, r))
+	areas := all(doc, tag("textarea"))
+	if r.StatusCode != http.StatusOK || len(areas) != 1 {
+		t.Fatalf("%d, %d textareas", r.StatusCode, len(areas))
+	}
+	code := text(areas[0])
+	frames := all(parse(t, code), tag("iframe"))
+	if len(frames) != 1 {
+		t.Fatalf("code %q holds no iframe", code)
+	}
+	f := frames[0]
+	if attr(f, "width") != "100%" || attr(f, "height") != "640" || attr(f, "title") != "Telegram: @tmefeed_news, @hadashot_today" {
+		t.Errorf("iframe %q", code)
+	}
+	src, err := url.Parse(attr(f, "src"))
+	if err != nil || src.Scheme != "http" || src.Host != "example.com" || src.Path != "/embed" {
+		t.Fatalf("iframe src %q", attr(f, "src"))
+	}
+	// The preview shows the same widget.
+	if p := all(doc, func(n *html.Node) bool { return attr(n, "id") == "tf-preview" }); len(p) != 1 || attr(p[0], "src") != src.String() {
+		t.Errorf("preview frame does not show %s", src)
+	}
+	w := e.get(t, src.RequestURI())
+	page := body(t, w)
+	if w.StatusCode != http.StatusOK {
+		t.Fatalf("the code's src answers %d: %.300s", w.StatusCode, page)
+	}
+	wdoc := parse(t, page)
+	if attr(all(wdoc, tag("html"))[0], "data-theme") != "dark" || len(all(wdoc, tag("article"))) != 7 {
+		t.Errorf("the code's widget: theme %q, %d articles", attr(all(wdoc, tag("html"))[0], "data-theme"), len(all(wdoc, tag("article"))))
+	}
+	for _, a := range all(wdoc, tag("article")) {
+		if all(a, func(n *html.Node) bool { return hasClass(n, "tf-service") }) != nil {
+			t.Errorf("excludeService was dropped: %s is a service message", attr(a, "data-key"))
+		}
+	}
+
+	r = e.get(t, "/embed/new?channels=no!&width=10")
+	b := body(t, r)
+	if r.StatusCode != http.StatusBadRequest || !strings.Contains(html.UnescapeString(b), "channels:") || len(all(parse(t, b), tag("textarea"))) != 1 {
+		t.Errorf("bad snippet input: %d %.300s", r.StatusCode, b)
+	}
+}
+
+// stubFeed serves one fixed page; it lets a test hand the widget a post
+// whose HTML no recorded page has.
+type stubFeed struct{ page *feed.Page }
+
+func (s stubFeed) Feed(context.Context, feed.Request) (*feed.Page, error) {
+	if s.page == nil {
+		return nil, errors.New("no page")
+	}
+	return s.page, nil
+}
+func (stubFeed) Rendered(_ *feed.Page, _ string, render func() ([]byte, error)) ([]byte, error) {
+	return render()
+}
+func (stubFeed) MaxChannels() int { return 100 }
+
+func TestHostilePostIsInertOnThePage(t *testing.T) {
+	post := &parser.Post{ID: 7, Channel: "evil_channel", Content: parser.PostContent{
+		Text: &parser.Text{HTML: `<b>bold</b><script>alert(1)</script><img src=x onerror=alert(1)><a href="javascript:alert(1)">j</a>` +
+			`<iframe src="https://evil.example/"></iframe><i style="width:expression(alert(1))">e</i></div></article><b>open`},
+		PreviewLink: &parser.PreviewLink{Title: "t", URL: "javascript:alert(1)", Thumb: "https://evil.example/x.png",
+			Description: &parser.Rich{HTML: `<svg onload=alert(1)>x`}},
+		Inline: []parser.Inline{{Title: "go", URL: "data:text/html,<script>alert(1)</script>"}},
+		Media:  []parser.Media{{Type: parser.MediaImage, URL: "javascript:alert(1)"}},
+	}, Footer: parser.Footer{Date: parser.Date{String: "2026-01-01T00:00:00+00:00", Unix: 1767225600}}}
+	ch := &parser.Channel{Username: "evil_channel", Title: parser.Rich{String: `<script>alert(1)</script>`}, Avatar: "javascript:alert(1)"}
+	h, err := widget.New(widget.Config{Feed: stubFeed{page: &feed.Page{Key: "k", Items: []feed.Item{{Post: post, Channel: ch}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/embed?channels=evil_channel", nil))
+	page := rec.Body.String()
+	doc := parse(t, page)
+	for _, n := range all(doc, func(*html.Node) bool { return true }) {
+		switch n.Data {
+		case "iframe", "svg", "style":
+			t.Errorf("<%s> on the page", n.Data)
+		case "script":
+			if !strings.HasPrefix(attr(n, "src"), "/embed/assets/") {
+				t.Errorf("a script that is not the widget's: %q", attr(n, "src"))
+			}
+		}
+		for _, a := range n.Attr {
+			v := strings.ToLower(a.Val)
+			if strings.HasPrefix(a.Key, "on") || a.Key == "style" || strings.Contains(v, "javascript:") || strings.Contains(v, "data:") || strings.Contains(v, "evil.example") {
+				t.Errorf("<%s %s=%q> on the page", n.Data, a.Key, a.Val)
+			}
+		}
+	}
+	arts := all(doc, tag("article"))
+	if len(arts) != 1 || len(all(arts[0], tag("footer"))) != 1 {
+		t.Fatalf("the post's markup escaped its article: %d articles", len(arts))
+	}
+	if !strings.Contains(text(arts[0]), "bold") || !strings.Contains(text(arts[0]), "<script>alert(1)</script>") {
+		t.Errorf("text lost, or the title not shown as text: %q", text(arts[0]))
+	}
+}
