@@ -1,0 +1,349 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tmefeed/tmefeed/fixtures"
+)
+
+// widgetServer runs the fixture origin in this process (so the test can
+// publish posts on it) and tmefeed against it, with the cache off and a
+// one-second poll, so a published post reaches an open widget in seconds.
+func widgetServer(t *testing.T, ctx context.Context) (*fixtures.Origin, string) {
+	t.Helper()
+	o := fixtures.NewOrigin(fixtures.OriginOptions{})
+	ts := httptest.NewServer(o)
+	t.Cleanup(ts.Close)
+	bin := os.Getenv("TMEFEED_BIN")
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "tmefeed")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../cmd/tmefeed").CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, out)
+		}
+	}
+	port := freePort(t)
+	cmd := exec.Command(bin, "serve", "--port", fmt.Sprint(port), "--origin", ts.URL, "--cache-mode", "off",
+		"--embed-poll-interval", "1s", "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	client := &http.Client{Timeout: time.Second}
+	for {
+		if resp, err := client.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return o, base
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("tmefeed did not come up")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// requestLog records every request the browser makes. Requests to the
+// test server go on; any other is failed by the browser before it leaves
+// (Fetch interception) and recorded with its resource type.
+type requestLog struct {
+	mu      sync.Mutex
+	allowed []string // hosts requests may go to
+	local   []string // "Type URL" of requests let through
+	blocked []string // "Type URL" of requests failed
+}
+
+func (l *requestLog) allow(host string) {
+	l.mu.Lock()
+	l.allowed = append(l.allowed, host)
+	l.mu.Unlock()
+}
+
+// seen reports whether a request of typ whose URL starts with prefix went through.
+func (l *requestLog) seen(typ, prefix string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.local {
+		if strings.HasPrefix(r, typ+" "+prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// newBrowser starts Debian's Chromium headless with a fresh profile,
+// intercepting every request as requestLog says.
+func newBrowser(t *testing.T, ctx context.Context, serverHost string) (context.Context, *requestLog) {
+	t.Helper()
+	profile := t.TempDir()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumBinary(t)),
+		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true), chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(profile), chromedp.WindowSize(1000, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelB(); cancelA() })
+	log := &requestLog{allowed: []string{serverHost}}
+	err := chromedp.Listen(bctx, func(ev any) {
+		e, ok := ev.(*fetch.EventRequestPaused)
+		if !ok {
+			return
+		}
+		entry := string(e.ResourceType) + " " + e.Request.URL
+		u, err := url.Parse(e.Request.URL)
+		log.mu.Lock()
+		pass := err == nil && slices.Contains(log.allowed, u.Host)
+		if pass {
+			log.local = append(log.local, entry)
+		} else {
+			log.blocked = append(log.blocked, entry)
+		}
+		log.mu.Unlock()
+		// Commands cannot be sent from the listener itself.
+		go func() {
+			if pass {
+				_, _ = chromedp.Call(bctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+			} else {
+				_, _ = chromedp.Call(bctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+			}
+		}()
+	})
+	if err != nil {
+		t.Fatalf("start chromium (install Debian's chromium package, or set CHROMIUM): %v", err)
+	}
+	if _, err := chromedp.Call(bctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return bctx, log
+}
+
+func artifactsDir(t *testing.T) string {
+	dir := os.Getenv("E2E_ARTIFACTS")
+	if dir == "" {
+		dir = "artifacts"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func shoot(t *testing.T, ctx context.Context, path string, width int64) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 1100), chromedp.Sleep(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitJS(t *testing.T, ctx context.Context, cond string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok := eval[bool](t, ctx, `(() => { try { return !!(`+cond+`); } catch (e) { return false; } })()`)
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", cond)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestWidgetLiveInChromium loads the widget in headless Chromium, checks it
+// shows the posts and only talks to tmefeed, publishes a post at the
+// origin and waits for it to appear without a reload, and saves
+// screenshots of both themes and of a 320 px wide frame.
+func TestWidgetLiveInChromium(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	o, base := widgetServer(t, ctx)
+	host := strings.TrimPrefix(base, "http://")
+	artifacts := artifactsDir(t)
+	bctx, log := newBrowser(t, ctx, host)
+
+	// The page reports what its Content-Security-Policy blocked.
+	const watchCSP = `window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));`
+	for _, theme := range []string{"light", "dark"} {
+		target := base + "/embed?channels=tmefeed_news,hadashot_today,kanal_novostei&limit=30&theme=" + theme
+		do(t, bctx, chromedp.Navigate(target))
+		eval[any](t, bctx, watchCSP+" null")
+		waitJS(t, bctx, `document.querySelectorAll('[role=feed] article').length === 30`, 20*time.Second)
+		// Relative dates are written by the page's script from <time datetime>.
+		waitJS(t, bctx, `[...document.querySelectorAll('article time')].every(t => t.title && !/UTC$/.test(t.textContent))`, 10*time.Second)
+		if n := eval[int](t, bctx, `document.querySelectorAll('article .tf-text[dir=auto]').length`); n < 20 {
+			t.Errorf("%s: %d texts with dir=auto", theme, n)
+		}
+		bg := eval[string](t, bctx, `getComputedStyle(document.body).backgroundColor`)
+		if (theme == "dark") != (bg == "rgb(15, 20, 25)") {
+			t.Errorf("%s theme: body background %s", theme, bg)
+		}
+		shoot(t, bctx, filepath.Join(artifacts, "widget-"+theme+".png"), 1000)
+	}
+	shoot(t, bctx, filepath.Join(artifacts, "widget-320.png"), 320)
+	if eval[bool](t, bctx, `document.documentElement.scrollWidth > 320`) {
+		t.Error("at 320 px the page scrolls sideways")
+	}
+
+	// Live: a post published at the origin appears at the top, highlighted,
+	// in the same document (the marker set now would not survive a reload).
+	do(t, bctx, chromedp.EmulateViewport(1000, 1100))
+	eval[bool](t, bctx, `window.__sameDocument = true`)
+	id := o.PublishPost("hadashot_today", "Published while the widget was open")
+	key := fmt.Sprintf("hadashot_today/%d", id)
+	waitJS(t, bctx, `document.querySelector('[role=feed] article').dataset.key === '`+key+`'`, 30*time.Second)
+	type pageState struct {
+		Same, New bool
+		Text      string
+		Count     int
+		Live      string
+	}
+	state := eval[pageState](t, bctx, `(() => { const a = document.querySelector('[role=feed] article');
+		return {same: window.__sameDocument === true, new: a.classList.contains('tf-new'), text: a.textContent,
+			count: document.querySelectorAll('[role=feed] article').length, live: document.getElementById('tf-live').textContent}; })()`)
+	if !state.Same || !state.New || !strings.Contains(state.Text, "Published while the widget was open") || state.Count != 30 || state.Live != "1 new post" {
+		t.Errorf("after publishing: %+v", state)
+	}
+	shoot(t, bctx, filepath.Join(artifacts, "widget-new-post.png"), 1000)
+
+	// An edit updates the post in place.
+	o.EditPost("hadashot_today", id, "Published, then corrected")
+	waitJS(t, bctx, `document.querySelector('[role=feed] article').textContent.includes('Published, then corrected') && window.__sameDocument`, 30*time.Second)
+
+	if csp := eval[[]string](t, bctx, `window.__csp`); len(csp) > 0 {
+		t.Errorf("the Content-Security-Policy blocked: %q", csp)
+	}
+	assertOnlyLocal(t, log)
+}
+
+// assertOnlyLocal: every request the browser made went to the test
+// server, except images on Telegram's CDN hosts (the fixtures' photos and
+// avatars point there, as t.me's do); those were failed inside the
+// browser by the test, so no request left this machine.
+func assertOnlyLocal(t *testing.T, log *requestLog) {
+	t.Helper()
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.local) == 0 {
+		t.Fatal("no request reached the test server")
+	}
+	cdn := 0
+	for _, b := range log.blocked {
+		typ, raw, _ := strings.Cut(b, " ")
+		u, err := url.Parse(raw)
+		if err != nil || typ != "Image" || u.Scheme != "https" || !(strings.HasSuffix(u.Host, ".telesco.pe") || u.Host == "telegram.org") {
+			t.Errorf("request to another host: %s", b)
+			continue
+		}
+		cdn++
+	}
+	t.Logf("%d requests to the test server; %d image requests to Telegram's CDN, failed in the browser; none other", len(log.local), cdn)
+}
+
+// TestSnippetPageCodeLoadsTheWidget fills the snippet page's form as a
+// visitor would, takes the <iframe> code its script writes, and loads the
+// code's src: the widget it names shows the chosen channels and theme.
+func TestSnippetPageCodeLoadsTheWidget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, base := widgetServer(t, ctx)
+	host := strings.TrimPrefix(base, "http://")
+	bctx, log := newBrowser(t, ctx, host)
+
+	do(t, bctx, chromedp.Navigate(base+"/embed/new"),
+		chromedp.WaitVisible(chromedp.CSS(`#f-channels`)),
+		chromedp.SendKeys(chromedp.CSS(`#f-channels`), "kanal_novostei, emoji_party"),
+		chromedp.SetValue(chromedp.CSS(`#f-theme`), "dark"),
+		chromedp.SetValue(chromedp.CSS(`#f-limit`), "5"))
+	eval[bool](t, bctx, `document.getElementById('f-theme').dispatchEvent(new Event('change', {bubbles: true}))`)
+	waitJS(t, bctx, `document.getElementById('tf-code').value.includes('theme=dark') && document.getElementById('tf-code').value.includes('limit=5')`, 10*time.Second)
+	// The preview frame shows the widget the code names.
+	waitJS(t, bctx, `document.getElementById('tf-preview').contentDocument.querySelectorAll('[role=feed] article').length === 5`, 20*time.Second)
+	shoot(t, bctx, filepath.Join(artifactsDir(t), "snippet.png"), 1200)
+
+	code := eval[string](t, bctx, `document.getElementById('tf-code').value`)
+	// Put the code on a page of its own, as an embedding site would: a
+	// page of another origin (another port) holding nothing but the code.
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><title>dashboard</title><h1>Dashboard</h1>"+code)
+	}))
+	defer page.Close()
+	log.allow(strings.TrimPrefix(page.URL, "http://"))
+	do(t, bctx, chromedp.Navigate(page.URL))
+	src := eval[string](t, bctx, `document.querySelector('iframe').src`)
+	if !strings.HasPrefix(src, base+"/embed?channels=kanal_novostei,emoji_party") {
+		t.Fatalf("the code's iframe src is %q", src)
+	}
+	// The frame is another origin, so its DOM is out of the page's reach;
+	// its requests say it loaded and its script runs: the widget's
+	// document, then the refresh only its script makes.
+	deadline := time.Now().Add(20 * time.Second)
+	for !log.seen("XHR", base+"/embed/posts?channels=kanal_novostei,emoji_party") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the embedded widget never refreshed; requests: %q", log.local)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !log.seen("Document", src) {
+		t.Errorf("no document request for %s", src)
+	}
+	assertOnlyLocal(t, log)
+}
