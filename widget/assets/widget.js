@@ -46,6 +46,13 @@
       q[j].setAttribute('tabindex', '0');
       q[j].setAttribute('aria-expanded', 'false');
     }
+    // An image that cannot load (blocked, expired) leaves its box, not a
+    // broken-image icon.
+    var imgs = scope.querySelectorAll('img');
+    for (var k = 0; k < imgs.length; k++) {
+      if (imgs[k].complete && imgs[k].naturalWidth === 0) imgs[k].classList.add('tf-img-failed');
+      else imgs[k].addEventListener('error', function () { this.classList.add('tf-img-failed'); }, { once: true });
+    }
     dates(scope);
   }
   function reveal(t) {
