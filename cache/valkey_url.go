@@ -104,7 +104,7 @@ func sameConnection(a, b valkey.ClientOption) bool {
 	return (a.TLSConfig == nil) == (b.TLSConfig == nil) &&
 		(b.Username == "" || b.Username == a.Username) &&
 		(b.Password == "" || b.Password == a.Password) &&
-		b.SelectDB == a.SelectDB &&
+		(b.SelectDB == 0 || b.SelectDB == a.SelectDB) &&
 		b.AlwaysRESP2 == a.AlwaysRESP2 && b.DisableCache == a.DisableCache &&
 		b.ClientName == "" && b.Sentinel.MasterSet == ""
 }
