@@ -59,7 +59,7 @@ var serveSettings = []setting{
 	{"MEMORY_CACHE_MAX_MB", "memory-cache-max-mb", "64", "MiB of every in-process store together (pages, parsed pages, feeds, GraphQL), counted in heap bytes"},
 	{"MEMORY_LIMIT_MB", "memory-limit-mb", "", "Go runtime soft memory limit in MiB; empty = GOMEMLIMIT if set, else 4×MEMORY_CACHE_MAX_MB+64"},
 	{"MEMORY_CACHE_MAX_TTL", "memory-cache-max-ttl", "0", "longest an in-process copy is kept; 0 = tier default (embedded: max(30×refresh, 10m), served stale while Telegram fails)"},
-	{"VALKEY_URL", "valkey-url", "", "Valkey/Redis URL for a shared cache; empty = embedded cache only"},
+	{"VALKEY_URL", "valkey-url", "", "Valkey/Redis URL for a shared cache; a Valkey Cluster by its seeds: redis://a:6379?addr=b:6379 or a,b,c comma list; empty = embedded cache only"},
 	{"VALKEY_TIMEOUT", "valkey-timeout", "250ms", "deadline of one Valkey call; failures open a breaker and the process serves from its own memory"},
 	{"UPSTREAM_TIMEOUT", "upstream-timeout", "10s", "deadline of one request to the origin, body included"},
 	{"UPSTREAM_BREAKER_FAILURES", "upstream-breaker-failures", "5", "consecutive failed requests to an origin host that open its circuit breaker"},
