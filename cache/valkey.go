@@ -306,6 +306,11 @@ func (v *Valkey) connect(ctx context.Context) error {
 		opt.DisableCache = true
 		c, err = newClient(ctx, opt)
 	}
+	if err != nil && len(opt.InitAddress) > 1 && strings.Contains(strings.ToLower(err.Error()), "cluster support disabled") {
+		// valkey-go takes a single seed that is no cluster for a plain
+		// server, but several seeds only for a cluster.
+		return fmt.Errorf("VALKEY_URL names %d seeds, which must be nodes of one Valkey Cluster, but %w", len(opt.InitAddress), err)
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -315,4 +317,35 @@ func TestFaultValkeyClusterNodeLost(t *testing.T) {
 		}
 		return a.BreakerState() == "closed" && b.BreakerState() == "closed" && la.calls.Load()+lb.calls.Load() == 1
 	})
+}
+
+// Several seeds that are plain servers, not a cluster: the process says so
+// and serves from its own memory rather than failing requests.
+func TestValkeySeedsNotACluster(t *testing.T) {
+	s1, s2 := redistest.Start(t), redistest.Start(t)
+	var logged strings.Builder
+	var mu sync.Mutex
+	v, _ := newTestValkeyAt(t, s1.Addr+","+s2.Addr, func(cfg *ValkeyConfig) {
+		cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+	})
+	e, err := v.Get(testCtx(t), keys.Page("plain", "body:0"), newVKLoader("served").load)
+	if err != nil || string(e.Value) != "served" {
+		t.Fatalf("Get = %q, %v; want the loaded value", e.Value, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logged.String(), "names 2 seeds, which must be nodes of one Valkey Cluster") {
+		t.Errorf("log does not say the seeds are no cluster:\n%s", logged.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
