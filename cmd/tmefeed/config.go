@@ -44,6 +44,7 @@ type serveConfig struct {
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
+	PublicURL           string        // PUBLIC_URL, --public-url ("" = the request's Host, Telegram's media URLs)
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -76,6 +77,7 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
+	{"PUBLIC_URL", "public-url", "", "URL clients reach the service at, e.g. https://tmefeed.example; feed-reader documents link themselves and media (/media/…) through it; empty = the request's Host and Telegram's media URLs"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -183,6 +185,10 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
 	}
 	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
+	cfg.PublicURL = strings.TrimRight(*vals["PUBLIC_URL"], "/")
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
+		bad("PUBLIC_URL", err)
+	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}
@@ -203,6 +209,19 @@ func duration(s string, bad func(error), zeroOK bool) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// checkPublicURL accepts "" or an absolute http(s) URL that links can be
+// appended to: no query, fragment or credentials.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("want an http(s) URL without query or fragment, such as https://tmefeed.example")
+	}
+	return nil
 }
 
 // checkURL accepts an absolute http(s) URL, or "" when not required.
