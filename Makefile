@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 1m
 
-.PHONY: run test build bench fuzz up compose-config multiproc hitbench e2e playground reliability
+.PHONY: run test build bench fuzz up compose-config multiproc multiproc-cluster hitbench e2e playground reliability
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -39,6 +39,10 @@ compose-config: ## validate docker-compose.yml (needs no engine)
 
 multiproc: ## 3 tmefeed processes over one redis-server, 32 clients each for 20s: origin fetches must equal the minimum
 	$(GO) run ./tools/multiproc
+
+multiproc-cluster: ## the same over a 3-node Redis Cluster, then again losing one node 5s in: no request may fail
+	$(GO) run ./tools/multiproc -cluster 3 -burst
+	$(GO) run ./tools/multiproc -cluster 3 -kill-node-after 5s -late 20
 
 hitbench: ## cached GET /v1/body/tmefeed_news against a bare net/http server with the same bytes, 5 alternating rounds (HITBENCH_FLAGS="-path ...")
 	$(GO) run ./tools/hitbench $(HITBENCH_FLAGS)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,8 +66,9 @@ type ValkeyHooks struct {
 // ValkeyConfig configures NewValkey. Zero values take the defaults above.
 type ValkeyConfig struct {
 	// URL is VALKEY_URL: valkey://host:6379/0, redis://, rediss:// or
-	// valkeys:// (TLS), unix:///path; more cluster seeds with ?addr=host:port,
-	// sentinel with ?master_set=name (see valkey.ParseURL).
+	// valkeys:// (TLS), unix:///path; sentinel with ?master_set=name (see
+	// valkey.ParseURL). Valkey Cluster seeds either as ?addr=host:port or as
+	// a comma-separated list of URLs and host:port (see parseValkeyURL).
 	URL string
 	// Refresh is the age past which an entry is refreshed in the background
 	// while the stale copy is served (CACHE_MODE). 0 stores nothing: every Get
@@ -179,13 +179,8 @@ func NewValkey(ctx context.Context, cfg ValkeyConfig) (*Valkey, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	opt, err := valkey.ParseURL(cfg.URL)
+	opt, err := parseValkeyURL(cfg.URL)
 	if err != nil {
-		// url.Error repeats the URL, password included; keep only the cause.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("cache: VALKEY_URL: %w", err)
 	}
 	l1Bytes := cfg.LocalMaxBytes * 3 / 4
@@ -310,6 +305,11 @@ func (v *Valkey) connect(ctx context.Context) error {
 		v.log.Warn("valkey server lacks client-side caching (RESP3 tracking); running without L1")
 		opt.DisableCache = true
 		c, err = newClient(ctx, opt)
+	}
+	if err != nil && len(opt.InitAddress) > 1 && strings.Contains(strings.ToLower(err.Error()), "cluster support disabled") {
+		// valkey-go takes a single seed that is no cluster for a plain
+		// server, but several seeds only for a cluster.
+		return fmt.Errorf("VALKEY_URL names %d seeds, which must be nodes of one Valkey Cluster, but %w", len(opt.InitAddress), err)
 	}
 	if err != nil {
 		return err

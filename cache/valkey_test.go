@@ -102,9 +102,15 @@ func (e *vkEvents) transitions() string {
 // newTestValkey connects one instance (one "process") to srv.
 func newTestValkey(t *testing.T, srv *redistest.Server, mod func(*ValkeyConfig)) (*Valkey, *vkEvents) {
 	t.Helper()
+	return newTestValkeyAt(t, srv.URL, mod)
+}
+
+// newTestValkeyAt connects one instance to the server or cluster at url.
+func newTestValkeyAt(t *testing.T, url string, mod func(*ValkeyConfig)) (*Valkey, *vkEvents) {
+	t.Helper()
 	ev := &vkEvents{hits: map[Tier]int{}, leases: map[LeaseOutcome]int{}}
 	cfg := ValkeyConfig{
-		URL:     srv.URL,
+		URL:     url,
 		Refresh: 10 * time.Second,
 		Hooks:   ev.hooks(),
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),

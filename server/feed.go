@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/parser"
@@ -22,10 +23,11 @@ type FeedService interface {
 
 // FeedRequest is the body of POST /v1/feed. Only channels is required.
 type FeedRequest struct {
-	Channels []string `json:"channels"`
-	Order    string   `json:"order,omitempty"` // a feed.Order, case-insensitive: "ranked" (default) or "newest"
-	Limit    *int     `json:"limit,omitempty"` // default: the whole feed, up to the server's maximum
-	After    string   `json:"after,omitempty"` // "next" of an earlier answer
+	Channels []string    `json:"channels"`
+	Order    string      `json:"order,omitempty"` // a feed.Order, case-insensitive: "ranked" (default) or "newest"
+	Limit    *int        `json:"limit,omitempty"` // default: the whole feed, up to the server's maximum
+	After    string      `json:"after,omitempty"` // "next" of an earlier answer
+	Filter   *FeedFilter `json:"filter,omitempty"`
 }
 
 // FeedResponse is the answer of POST /v1/feed: telegram-me's
@@ -49,33 +51,30 @@ type FeedFailure struct {
 	Error   ErrorInfo `json:"error"`
 }
 
+// FeedFilter keeps the posts matching every condition given, as GraphQL's
+// FeedFilter does. Within media_kinds and hashtags any one value is enough.
+type FeedFilter struct {
+	MediaKinds       []string `json:"media_kinds,omitempty"` // parser media kinds ("image", "video", ...), case-insensitive
+	Hashtags         []string `json:"hashtags,omitempty"`    // with or without '#', case-insensitive
+	Query            string   `json:"query,omitempty"`       // text of the post, poll or link preview, case-insensitive
+	Since            string   `json:"since,omitempty"`       // RFC 3339; posts dated at or after it
+	Until            string   `json:"until,omitempty"`       // RFC 3339; posts dated before it
+	ExcludeForwarded bool     `json:"exclude_forwarded,omitempty"`
+	ExcludeReplies   bool     `json:"exclude_replies,omitempty"`
+	ExcludeService   bool     `json:"exclude_service,omitempty"`
+}
+
 // POST /v1/feed {"channels": [...]}: the channels' newest posts merged,
 // de-duplicated and ordered, from the same feed builds GraphQL serves.
 func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	var in FeedRequest
-	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...], "order"?: "ranked" | "newest", "limit"?: N, "after"?: "cursor"}`) {
+	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...], "order"?: "ranked" | "newest", "limit"?: N, "after"?: "cursor", "filter"?: {...}}`) {
 		return
 	}
-	if len(in.Channels) == 0 {
-		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"channels" must list at least one name`})
+	req, e := h.feedRequest(in, h.feeds.MaxFirst())
+	if e != nil {
+		h.fail(w, r, *e)
 		return
-	}
-	req := feed.Request{Channels: in.Channels, First: h.feeds.MaxFirst(), After: in.After}
-	if in.Limit != nil {
-		// Checked here so the message names the REST field, not the feed's.
-		if *in.Limit < 0 || *in.Limit > req.First {
-			h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"limit" must be from 0 to ` + strconv.Itoa(req.First)})
-			return
-		}
-		req.First = *in.Limit
-	}
-	if in.Order != "" {
-		o, ok := restOrder(in.Order)
-		if !ok {
-			h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"order" must be one of ` + restOrders()})
-			return
-		}
-		req.Order = o
 	}
 	p, err := h.feeds.Feed(r.Context(), req)
 	if err != nil {
@@ -92,6 +91,81 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	hd.Set("Cache-Control", "no-store")
 	_, _ = w.Write(b)
+}
+
+// feedRequest checks a feed request as a REST face received it (a POST
+// body or a feed reader's query string) and makes it a feed.Request; a
+// missing limit is defaultLimit. Messages name the fields as REST spells
+// them.
+func (h *handler) feedRequest(in FeedRequest, defaultLimit int) (feed.Request, *apiError) {
+	bad := func(msg string) (feed.Request, *apiError) {
+		return feed.Request{}, &apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: msg}
+	}
+	if len(in.Channels) == 0 {
+		return bad(`"channels" must list at least one name`)
+	}
+	req := feed.Request{Channels: in.Channels, First: min(defaultLimit, h.feeds.MaxFirst()), After: in.After}
+	if in.Limit != nil {
+		// Checked here so the message names the REST field, not the feed's.
+		if *in.Limit < 0 || *in.Limit > h.feeds.MaxFirst() {
+			return bad(`"limit" must be from 0 to ` + strconv.Itoa(h.feeds.MaxFirst()))
+		}
+		req.First = *in.Limit
+	}
+	if in.Order != "" {
+		o, ok := restOrder(in.Order)
+		if !ok {
+			return bad(`"order" must be one of ` + restOrders())
+		}
+		req.Order = o
+	}
+	if f := in.Filter; f != nil {
+		for _, k := range f.MediaKinds {
+			mk, ok := restMediaKind(k)
+			if !ok {
+				return bad(`"media_kinds" must list kinds among ` + restMediaKinds() + `, not ` + strconv.Quote(clip(k)))
+			}
+			req.Filter.MediaKinds = append(req.Filter.MediaKinds, mk)
+		}
+		req.Filter.Hashtags = f.Hashtags
+		req.Filter.Query = f.Query
+		for _, t := range []struct {
+			name, val string
+			dst       *time.Time
+		}{{"since", f.Since, &req.Filter.Since}, {"until", f.Until, &req.Filter.Until}} {
+			if t.val == "" {
+				continue
+			}
+			v, err := time.Parse(time.RFC3339, t.val)
+			if err != nil {
+				return bad(strconv.Quote(t.name) + ` must be an RFC 3339 date such as 2024-05-01T12:30:00Z, not ` + strconv.Quote(clip(t.val)))
+			}
+			*t.dst = v
+		}
+		req.Filter.ExcludeForwarded = f.ExcludeForwarded
+		req.Filter.ExcludeReplies = f.ExcludeReplies
+		req.Filter.ExcludeService = f.ExcludeService
+	}
+	return req, nil
+}
+
+// restMediaKind reads a media kind as the REST JSON writes it ("image"),
+// case-insensitively.
+func restMediaKind(s string) (parser.MediaKind, bool) {
+	for _, k := range parser.MediaKinds() {
+		if strings.EqualFold(s, string(k)) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+func restMediaKinds() string {
+	var names []string
+	for _, k := range parser.MediaKinds() {
+		names = append(names, strconv.Quote(string(k)))
+	}
+	return strings.Join(names, ", ")
 }
 
 // restOrder reads a feed order as REST spells it: the feed's own names,

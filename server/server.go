@@ -22,6 +22,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fault"
+	"github.com/tmefeed/tmefeed/feedformat"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -56,11 +57,18 @@ type Config struct {
 	// GraphQL is mounted at /graphql and Playground at / when not nil.
 	GraphQL    http.Handler
 	Playground http.Handler
-	// Feed serves POST /v1/feed when not nil.
+	// Feed serves POST /v1/feed, and GET /v1/rss, /v1/atom and
+	// /v1/jsonfeed for feed readers, when not nil.
 	Feed FeedService
 	// Widget is mounted at /embed and /embed/* (GET) when not nil: the
 	// embeddable feed, which sets its own security headers.
 	Widget http.Handler
+	// PublicURL is the address clients reach the service at (PUBLIC_URL),
+	// e.g. "https://tmefeed.example" or with a path prefix. When set,
+	// feed-reader documents name themselves by it and link media through
+	// its /media/{channel}/{id}/{index}; when empty, documents name
+	// themselves by the request's Host and link Telegram's media URLs.
+	PublicURL string
 	// CORSOrigins lists the origins browsers may call every route from
 	// ("*" for any); empty sends no CORS headers.
 	CORSOrigins []string
@@ -81,6 +89,7 @@ type handler struct {
 	idPrefix    string
 	idSeq       atomic.Uint64
 	graphQL     bool // Config.GraphQL is mounted at graphQLPath
+	publicURL   string
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -94,6 +103,7 @@ func New(cfg Config) http.Handler {
 		concurrency: cfg.PreviewsConcurrency,
 		now:         cfg.Now,
 		graphQL:     cfg.GraphQL != nil,
+		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -149,6 +159,9 @@ func New(cfg Config) http.Handler {
 	r.Post("/v1/previews", h.previews)
 	if cfg.Feed != nil {
 		r.Post("/v1/feed", h.feed)
+		for _, f := range feedformat.Formats() {
+			r.Get("/v1/"+f.String(), h.syndication(f))
+		}
 	}
 	// Mount points take only the methods they serve, so that any other
 	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.

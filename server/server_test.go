@@ -64,12 +64,14 @@ type envOptions struct {
 	graphQL        http.Handler       // server.Config.GraphQL
 	playground     http.Handler       // server.Config.Playground
 	cors           []string           // server.Config.CORSOrigins
+	publicURL      string             // server.Config.PublicURL
+	originPages    fs.FS              // pages the fixture origin serves; nil = the recorded ones
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	e := &env{t: t, clock: &testClock{t: time.Now()}}
-	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{})
+	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: opts.originPages})
 	ts := httptest.NewServer(e.origin)
 	t.Cleanup(ts.Close)
 
@@ -104,7 +106,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			Now:      e.clock.Now,
 		})
 	}
-	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors}
+	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors, PublicURL: opts.publicURL}
 	if opts.feed {
 		src, ok := svc.(feed.PageSource)
 		if !ok {

@@ -47,6 +47,7 @@ type serveConfig struct {
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
 	FrameAncestors      string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
 	EmbedPoll           time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
+	PublicURL           string        // PUBLIC_URL, --public-url ("" = the request's Host, Telegram's media URLs)
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -62,7 +63,7 @@ var serveSettings = []setting{
 	{"MEMORY_CACHE_MAX_MB", "memory-cache-max-mb", "64", "MiB of every in-process store together (pages, parsed pages, feeds, GraphQL), counted in heap bytes"},
 	{"MEMORY_LIMIT_MB", "memory-limit-mb", "", "Go runtime soft memory limit in MiB; empty = GOMEMLIMIT if set, else 4×MEMORY_CACHE_MAX_MB+64"},
 	{"MEMORY_CACHE_MAX_TTL", "memory-cache-max-ttl", "0", "longest an in-process copy is kept; 0 = tier default (embedded: max(30×refresh, 10m), served stale while Telegram fails)"},
-	{"VALKEY_URL", "valkey-url", "", "Valkey/Redis URL for a shared cache; empty = embedded cache only"},
+	{"VALKEY_URL", "valkey-url", "", "Valkey/Redis URL for a shared cache; a Valkey Cluster by its seeds: redis://a:6379?addr=b:6379 or a,b,c comma list; empty = embedded cache only"},
 	{"VALKEY_TIMEOUT", "valkey-timeout", "250ms", "deadline of one Valkey call; failures open a breaker and the process serves from its own memory"},
 	{"UPSTREAM_TIMEOUT", "upstream-timeout", "10s", "deadline of one request to the origin, body included"},
 	{"UPSTREAM_BREAKER_FAILURES", "upstream-breaker-failures", "5", "consecutive failed requests to an origin host that open its circuit breaker"},
@@ -81,6 +82,7 @@ var serveSettings = []setting{
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
 	{"EMBED_FRAME_ANCESTORS", "embed-frame-ancestors", "*", "pages allowed to embed the /embed widget, as CSP frame-ancestors sources separated by spaces or commas, e.g. 'self' https://dash.example.com"},
 	{"EMBED_POLL_INTERVAL", "embed-poll-interval", "15s", "how often an open /embed widget asks whether its feed changed"},
+	{"PUBLIC_URL", "public-url", "", "URL clients reach the service at, e.g. https://tmefeed.example; feed-reader documents link themselves and media (/media/…) through it; empty = the request's Host and Telegram's media URLs"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -196,6 +198,10 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	if cfg.EmbedPoll > 0 && cfg.EmbedPoll < 500*time.Millisecond {
 		bad("EMBED_POLL_INTERVAL", errors.New("want at least 500ms"))
 	}
+	cfg.PublicURL = strings.TrimRight(*vals["PUBLIC_URL"], "/")
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
+		bad("PUBLIC_URL", err)
+	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}
@@ -222,6 +228,19 @@ func duration(s string, bad func(error), zeroOK bool) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// checkPublicURL accepts "" or an absolute http(s) URL that links can be
+// appended to: no query, fragment or credentials.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("want an http(s) URL without query or fragment, such as https://tmefeed.example")
+	}
+	return nil
 }
 
 // checkURL accepts an absolute http(s) URL, or "" when not required.

@@ -134,3 +134,19 @@ func TestServeConfigCursorKey(t *testing.T) {
 		t.Errorf("--cursor-key: %q, %v", cfg.CursorKey, err)
 	}
 }
+
+func TestServeConfigPublicURL(t *testing.T) {
+	cfg, err := parseServeConfig(nil, env(map[string]string{"PUBLIC_URL": "https://tmefeed.example/feeds/"}), io.Discard)
+	if err != nil || cfg.PublicURL != "https://tmefeed.example/feeds" {
+		t.Errorf("PUBLIC_URL: %q, %v", cfg.PublicURL, err)
+	}
+	cfg, err = parseServeConfig([]string{"--public-url", "http://localhost:8080"}, env(map[string]string{"PUBLIC_URL": "https://tmefeed.example"}), io.Discard)
+	if err != nil || cfg.PublicURL != "http://localhost:8080" {
+		t.Errorf("--public-url: %q, %v", cfg.PublicURL, err)
+	}
+	for _, bad := range []string{"tmefeed.example", "ftp://tmefeed.example", "https://tmefeed.example/?a=1", "https://u:p@tmefeed.example", "https://tmefeed.example/#x"} {
+		if _, err := parseServeConfig(nil, env(map[string]string{"PUBLIC_URL": bad}), io.Discard); err == nil || !strings.Contains(err.Error(), "$PUBLIC_URL") {
+			t.Errorf("PUBLIC_URL=%q: want an error naming $PUBLIC_URL, got %v", bad, err)
+		}
+	}
+}

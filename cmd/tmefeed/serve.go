@@ -211,6 +211,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Playground: gql.playground,
 		Feed:       gql.feeds,
 		Widget:     embed,
+		PublicURL:  cfg.PublicURL,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins: splitList(cfg.CORSOrigins),
 	})

@@ -36,6 +36,7 @@ type Server struct {
 	bin    string
 	dir    string
 	ownDir bool
+	extra  []string // more server arguments (cluster mode)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -55,19 +56,28 @@ func Binary() (string, error) {
 // Start runs a fresh server for the test and stops it at cleanup.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
-	bin, err := Binary()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("redistest: %v; CI=true, so this is a failure, not a skip", err)
-		}
-		tb.Skipf("redistest: SKIPPING: %v", err)
-	}
+	bin := need(tb, Binary)
 	s, err := launch(bin, tb.TempDir())
 	if err != nil {
 		tb.Fatalf("redistest: %v", err)
 	}
 	tb.Cleanup(s.Stop)
 	return s
+}
+
+// need returns what find finds, or ends the test: a skip naming the missing
+// binary, or under CI=true a failure, so CI never passes without the tests
+// that need it.
+func need(tb testing.TB, find func() (string, error)) string {
+	tb.Helper()
+	p, err := find()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("redistest: %v; CI=true, so this is a failure, not a skip", err)
+		}
+		tb.Skipf("redistest: SKIPPING: %v", err)
+	}
+	return p
 }
 
 // Launch runs a fresh server outside a test (e.g. for a load tool). Close
@@ -98,8 +108,8 @@ func (s *Server) Close() {
 	}
 }
 
-func launch(bin, dir string) (*Server, error) {
-	s := &Server{bin: bin, dir: dir}
+func launch(bin, dir string, extra ...string) (*Server, error) {
+	s := &Server{bin: bin, dir: dir, extra: extra}
 	var err error
 	for range 3 { // a free port can be taken between probing and binding
 		port, perr := freePort()
@@ -153,14 +163,15 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, port, _ := net.SplitHostPort(s.Addr)
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", port,
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--dir", s.dir,
 		"--enable-debug-command", "yes", // DEBUG SLEEP simulates a slow server
-	)
+	}
+	cmd := exec.Command(s.bin, append(args, s.extra...)...)
 	out := &lockedWriter{}
 	cmd.Stdout = out
 	cmd.Stderr = cmd.Stdout

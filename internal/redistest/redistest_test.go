@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,5 +55,48 @@ func TestCommandsSince(t *testing.T) {
 	}
 	if len(got) != 2 || got["set"] != 1 || got["get"] != 2 {
 		t.Errorf("CommandsSince = %v, want set 1 and get 2 (setup and INFO left out)", got)
+	}
+}
+
+func TestClusterLifecycle(t *testing.T) {
+	c := StartCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	// Keys spread over the nodes; each node answers only for its own slots.
+	owners := map[string]bool{}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		owner, err := c.NodeFor(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners[owner.Addr] = true
+		if got, err := owner.Do(ctx, "SET", k, "v"); err != nil || got != "OK" {
+			t.Fatalf("SET %s on its owner = %q, %v", k, got, err)
+		}
+		for _, s := range c.Nodes {
+			if s == owner {
+				continue
+			}
+			if _, err := s.Do(ctx, "GET", k); err == nil || !strings.Contains(err.Error(), "MOVED") {
+				t.Fatalf("GET %s on a node not owning it: err = %v, want MOVED", k, err)
+			}
+		}
+	}
+	if len(owners) < 2 {
+		t.Errorf("8 keys landed on %d node(s); the slots are not spread", len(owners))
+	}
+	if !strings.HasPrefix(c.URL, "redis://"+c.Nodes[0].Addr+"?addr=") || strings.Count(c.URL, "addr=") != 2 {
+		t.Errorf("URL = %q, want every node as a seed", c.URL)
+	}
+
+	// A lost node fails the cluster (full coverage); back, it rejoins.
+	c.Nodes[1].Stop()
+	if err := c.WaitState(ctx, "fail"); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[1].Restart(t)
+	if err := c.WaitState(ctx, "ok"); err != nil {
+		t.Fatal(err)
 	}
 }

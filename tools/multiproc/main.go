@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,38 +50,55 @@ type config struct {
 	Latency   time.Duration // fixture origin delay per answer
 	CacheMode string        // CACHE_MODE of the processes
 	Synthetic int           // synthetic channels added to the mix
-	ValkeyURL string        // empty = start a redis-server
+	ValkeyURL string        // empty = start a redis-server (or a cluster)
 	Log       io.Writer     // progress and process output on failure
+
+	// ClusterNodes > 0 (and no ValkeyURL or Cluster) starts a Redis Cluster
+	// of that many nodes instead of one server.
+	ClusterNodes int
+	// Cluster is a running cluster to use instead (tests start their own).
+	Cluster *redistest.Cluster
+	// KillAfter > 0 stops the cluster's second node this long into the
+	// load, for good: the run then checks that no request failed, and
+	// reports the origin requests the outage cost.
+	KillAfter time.Duration
+	// Late synthetic channels are first requested after the kill, so some
+	// pages are cold while the cluster is down.
+	Late int
+	// Burst: before the load, every client of every process asks for one
+	// cold page at the same moment; it must reach the origin once.
+	Burst bool
 }
 
 // target is one request of the mix and the origin request it needs.
 type target struct {
 	path   string // REST path on tmefeed
 	origin string // fixture origin path counted for it, query included
+	late   bool   // requested only after the kill
 }
 
 // mix is the fixed request mix: every REST read endpoint over recorded
 // pages, plus synthetic channel pages.
-func mix(synthetic int) []target {
+func mix(synthetic, late int) []target {
 	recorded := []string{"emoji_party", "hadashot_today", "just_launched", "kanal_novostei", "retro_channel", "tmefeed_news"}
 	var ts []target
 	for _, ch := range recorded {
 		ts = append(ts,
-			target{"/v1/body/" + ch, "/s/" + ch},
-			target{"/v1/preview/" + ch, "/" + ch},
+			target{path: "/v1/body/" + ch, origin: "/s/" + ch},
+			target{path: "/v1/preview/" + ch, origin: "/" + ch},
 		)
 	}
 	ts = append(ts,
-		target{"/v1/body/tmefeed_news?position=14", "/s/tmefeed_news/14"},
-		target{"/v1/post/tmefeed_news/14", "/s/tmefeed_news/14"}, // same page as the line above
-		target{"/v1/more/tmefeed_news/before/32", "/s/tmefeed_news?before=32"},
-		target{"/v1/more/tmefeed_news/after/24", "/s/tmefeed_news?after=24"},
-		target{"/v1/more/retro_channel/before/4", "/s/retro_channel?before=4"},
-		target{"/v1/more/kanal_novostei/before/1196", "/s/kanal_novostei?before=1196"},
+		target{path: "/v1/body/tmefeed_news?position=14", origin: "/s/tmefeed_news/14"},
+		target{path: "/v1/post/tmefeed_news/14", origin: "/s/tmefeed_news/14"}, // same page as the line above
+		target{path: "/v1/more/tmefeed_news/before/32", origin: "/s/tmefeed_news?before=32"},
+		target{path: "/v1/more/tmefeed_news/after/24", origin: "/s/tmefeed_news?after=24"},
+		target{path: "/v1/more/retro_channel/before/4", origin: "/s/retro_channel?before=4"},
+		target{path: "/v1/more/kanal_novostei/before/1196", origin: "/s/kanal_novostei?before=1196"},
 	)
-	for i := 1; i <= synthetic; i++ {
+	for i := 1; i <= synthetic+late; i++ {
 		ch := fmt.Sprintf("loadchan%03d", i)
-		ts = append(ts, target{"/v1/body/" + ch, "/s/" + ch})
+		ts = append(ts, target{path: "/v1/body/" + ch, origin: "/s/" + ch, late: i > synthetic})
 	}
 	return ts
 }
@@ -98,11 +116,33 @@ type report struct {
 	PerPage      map[string]int64 // origin requests per page
 	ValkeyGets   int64            // GETs the Valkey server answered (-1 unknown)
 	ValkeyWrites int64            // SETs the Valkey server answered (-1 unknown)
+	Valkey       string           // what the processes shared: "redis-server" or "3-node cluster"
+
+	KilledAt time.Duration // when a cluster node was stopped; 0 = never
+	Late     int           // pages first requested after the kill
+
+	BurstRequests int64 // simultaneous requests for the burst page (0 = no burst)
+	BurstFetches  int64 // origin requests they caused
+	BurstFailures int64
 }
 
-// ok says whether the run met the minimum with no failed request.
+// ok says whether the run met the minimum with no failed request. After
+// a lost cluster node, processes load on their own: then no request may
+// fail and every page must have been fetched, but the count may exceed
+// the minimum.
 func (r report) ok() bool {
-	if len(r.Failures) > 0 || r.OriginTotal != r.Minimum {
+	if len(r.Failures) > 0 || r.BurstFailures > 0 || (r.BurstRequests > 0 && r.BurstFetches != 1) {
+		return false
+	}
+	if r.KilledAt > 0 {
+		for _, n := range r.PerPage {
+			if n < 1 {
+				return false
+			}
+		}
+		return true
+	}
+	if r.OriginTotal != r.Minimum {
 		return false
 	}
 	for _, n := range r.PerPage {
@@ -117,6 +157,13 @@ func (r report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "requests answered: %d in %v (%.0f/s), latency p50 %v p99 %v\n",
 		r.Requests, r.Elapsed.Round(time.Millisecond), float64(r.Requests)/r.Elapsed.Seconds(), r.P50, r.P99)
+	if r.BurstRequests > 0 {
+		fmt.Fprintf(&b, "cold burst:        %d simultaneous requests for one page, %d failed, %d origin request(s)\n",
+			r.BurstRequests, r.BurstFailures, r.BurstFetches)
+	}
+	if r.KilledAt > 0 {
+		fmt.Fprintf(&b, "cluster node lost: at %v, for the rest of the run; %d pages first requested after\n", r.KilledAt.Round(time.Millisecond), r.Late)
+	}
 	fmt.Fprintf(&b, "failed requests:   %d\n", sum(r.Failures))
 	for k, n := range r.Failures {
 		fmt.Fprintf(&b, "  %5d × %s\n", n, k)
@@ -126,17 +173,20 @@ func (r report) String() string {
 	pages := slices.Sorted(mapKeys(r.PerPage))
 	for _, p := range pages {
 		mark := ""
-		if r.PerPage[p] != int64(r.Windows) {
+		if r.PerPage[p] != int64(r.Windows) && r.KilledAt == 0 {
 			mark = "   <-- expected " + strconv.Itoa(r.Windows)
 		}
 		fmt.Fprintf(&b, "  %3d  %s%s\n", r.PerPage[p], p, mark)
 	}
 	if r.ValkeyGets >= 0 {
-		fmt.Fprintf(&b, "valkey server:     %d GET, %d SET (the rest of the reads were client-side cache hits)\n", r.ValkeyGets, r.ValkeyWrites)
+		fmt.Fprintf(&b, "valkey (%s): %d GET, %d SET (the rest of the reads were client-side cache hits)\n", r.Valkey, r.ValkeyGets, r.ValkeyWrites)
 	}
-	if r.ok() {
+	switch {
+	case r.ok() && r.KilledAt > 0:
+		fmt.Fprintf(&b, "PASS: no failed request across the node loss; %d origin requests, %d without the outage\n", r.OriginTotal, r.Minimum)
+	case r.ok():
 		b.WriteString("PASS: origin requests equal the minimum\n")
-	} else {
+	default:
 		b.WriteString("FAIL\n")
 	}
 	return b.String()
@@ -153,6 +203,10 @@ func main() {
 	flag.StringVar(&cfg.CacheMode, "cache-mode", "normal", "CACHE_MODE of the processes: normal or aggressive")
 	flag.IntVar(&cfg.Synthetic, "synthetic", 20, "synthetic channels added to the request mix")
 	flag.StringVar(&cfg.ValkeyURL, "valkey-url", "", "use this Valkey instead of starting a redis-server (it should be empty)")
+	flag.IntVar(&cfg.ClusterNodes, "cluster", 0, "start a Redis Cluster of this many nodes (at least 3) instead of one redis-server")
+	flag.DurationVar(&cfg.KillAfter, "kill-node-after", 0, "with -cluster: stop one node this long into the load")
+	flag.IntVar(&cfg.Late, "late", 0, "with -kill-node-after: synthetic channels first requested after the node is lost")
+	flag.BoolVar(&cfg.Burst, "burst", false, "first, every client asks for one cold page at the same moment")
 	flag.Parse()
 	cfg.Log = os.Stderr
 
@@ -178,6 +232,12 @@ func run(ctx context.Context, cfg config) (report, error) {
 	if cfg.Procs < 1 || cfg.Clients < 1 || cfg.Duration <= 0 {
 		return report{}, errors.New("procs, clients and duration must be positive")
 	}
+	if cfg.KillAfter > 0 && cfg.Cluster == nil && (cfg.ClusterNodes < 3 || cfg.ValkeyURL != "") {
+		return report{}, errors.New("a node can be killed only in a cluster the run starts (-cluster 3 or more)")
+	}
+	if cfg.Synthetic+cfg.Late+1 > 999 {
+		return report{}, errors.New("at most 998 synthetic and late channels together")
+	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
@@ -194,17 +254,34 @@ func run(ctx context.Context, cfg config) (report, error) {
 		}
 	}
 
-	var srv *redistest.Server
-	valkeyURL := cfg.ValkeyURL
-	if valkeyURL == "" {
-		if srv, err = redistest.Launch(); err != nil {
+	// nodes are the servers whose command counts are reported.
+	var nodes []*redistest.Server
+	valkeyURL, cluster, shared := cfg.ValkeyURL, cfg.Cluster, "redis-server"
+	switch {
+	case cluster != nil:
+		valkeyURL = cluster.URL
+	case valkeyURL != "":
+		shared = "Valkey at " + valkeyURL
+	case cfg.ClusterNodes > 0:
+		if cluster, err = redistest.LaunchCluster(cfg.ClusterNodes); err != nil {
+			return report{}, err
+		}
+		defer cluster.Close()
+		valkeyURL = cluster.URL
+	default:
+		srv, err := redistest.Launch()
+		if err != nil {
 			return report{}, err
 		}
 		defer srv.Close()
-		valkeyURL = srv.URL
+		valkeyURL, nodes = srv.URL, []*redistest.Server{srv}
+	}
+	if cluster != nil {
+		nodes, shared = cluster.Nodes, fmt.Sprintf("%d-node cluster", len(cluster.Nodes))
 	}
 
-	o := fixtures.NewOrigin(fixtures.OriginOptions{Latency: cfg.Latency, Synthetic: cfg.Synthetic})
+	burstChannel := fmt.Sprintf("loadchan%03d", cfg.Synthetic+cfg.Late+1)
+	o := fixtures.NewOrigin(fixtures.OriginOptions{Latency: cfg.Latency, Synthetic: cfg.Synthetic + cfg.Late + 1})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return report{}, err
@@ -232,20 +309,39 @@ func run(ctx context.Context, cfg config) (report, error) {
 		}
 		procs = append(procs, p)
 	}
-	fmt.Fprintf(cfg.Log, "%d tmefeed processes over %s, origin %s with %v latency; %d clients each for %v\n",
-		cfg.Procs, valkeyURL, originURL, cfg.Latency, cfg.Clients, cfg.Duration)
+	fmt.Fprintf(cfg.Log, "%d tmefeed processes over %s (%s), origin %s with %v latency; %d clients each for %v\n",
+		cfg.Procs, shared, valkeyURL, originURL, cfg.Latency, cfg.Clients, cfg.Duration)
 
-	var getsBefore, setsBefore int64 = -1, -1
-	if srv != nil {
-		getsBefore, _ = srv.CommandCalls(ctx, "get")
-		setsBefore, _ = srv.CommandCalls(ctx, "set")
+	getsBefore, setsBefore := calls(ctx, nodes, "get"), calls(ctx, nodes, "set")
+
+	var burst report
+	if cfg.Burst {
+		burst = coldBurst(ctx, procs, cfg.Clients, "/v1/body/"+burstChannel)
+		burst.BurstFetches = o.Requests("/s/" + burstChannel)
 	}
 
-	targets := mix(cfg.Synthetic)
-	r := load(ctx, procs, cfg.Clients, cfg.Duration, targets)
+	targets := mix(cfg.Synthetic, cfg.Late)
+	var lateOpen atomic.Bool
+	lateOpen.Store(cfg.KillAfter <= 0)
+	var killedAt atomic.Int64 // time.Duration
+	if cfg.KillAfter > 0 {
+		lost := cluster.Nodes[1%len(cluster.Nodes)]
+		start := time.Now()
+		killer := time.AfterFunc(cfg.KillAfter, func() {
+			lost.Stop()
+			at := time.Since(start)
+			killedAt.Store(int64(at))
+			lateOpen.Store(true)
+			fmt.Fprintf(cfg.Log, "stopped cluster node %s at %v\n", lost.Addr, at.Round(time.Millisecond))
+		})
+		defer killer.Stop()
+	}
+	r := load(ctx, procs, cfg.Clients, cfg.Duration, targets, &lateOpen)
 	if err := ctx.Err(); err != nil {
 		return report{}, err
 	}
+	r.Valkey, r.KilledAt, r.Late = shared, time.Duration(killedAt.Load()), cfg.Late
+	r.BurstRequests, r.BurstFailures, r.BurstFetches = burst.BurstRequests, burst.BurstFailures, burst.BurstFetches
 	// Let background refreshes started by the last requests finish.
 	time.Sleep(cfg.Latency + 500*time.Millisecond)
 
@@ -256,12 +352,12 @@ func run(ctx context.Context, cfg config) (report, error) {
 	}
 	r.Pages = len(r.PerPage)
 	r.Minimum = int64(r.Pages * r.Windows)
-	r.OriginTotal = o.Total()
+	r.OriginTotal = o.Total() - r.BurstFetches
 	r.ValkeyGets, r.ValkeyWrites = -1, -1
-	if srv != nil {
-		gets, _ := srv.CommandCalls(ctx, "get")
-		sets, _ := srv.CommandCalls(ctx, "set")
-		r.ValkeyGets, r.ValkeyWrites = gets-getsBefore, sets-setsBefore
+	if r.KilledAt == 0 && getsBefore >= 0 && setsBefore >= 0 {
+		if gets, sets := calls(ctx, nodes, "get"), calls(ctx, nodes, "set"); gets >= 0 && sets >= 0 {
+			r.ValkeyGets, r.ValkeyWrites = gets-getsBefore, sets-setsBefore
+		}
 	}
 	if !r.ok() {
 		for _, p := range procs {
@@ -271,8 +367,63 @@ func run(ctx context.Context, cfg config) (report, error) {
 	return r, nil
 }
 
-// load drives every process with its clients for d.
-func load(ctx context.Context, procs []*proc, clients int, d time.Duration, targets []target) report {
+// calls sums a command's calls over the nodes; -1 when unknown.
+func calls(ctx context.Context, nodes []*redistest.Server, command string) int64 {
+	if len(nodes) == 0 {
+		return -1
+	}
+	var n int64
+	for _, s := range nodes {
+		c, err := s.CommandCalls(ctx, command)
+		if err != nil {
+			return -1
+		}
+		n += c
+	}
+	return n
+}
+
+// coldBurst sends one request for path from every client of every process
+// at the same moment, while the page is cold everywhere.
+func coldBurst(ctx context.Context, procs []*proc, clients int, path string) report {
+	httpc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer httpc.CloseIdleConnections()
+	var (
+		r     report
+		fails atomic.Int64
+		wg    sync.WaitGroup
+		ready sync.WaitGroup
+	)
+	gate := make(chan struct{})
+	for _, p := range procs {
+		for range clients {
+			r.BurstRequests++
+			ready.Add(1)
+			wg.Go(func() {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+path, nil)
+				if err != nil {
+					fails.Add(1)
+					ready.Done()
+					return
+				}
+				ready.Done()
+				<-gate
+				if status, err := do(httpc, req); err != nil || status != http.StatusOK {
+					fails.Add(1)
+				}
+			})
+		}
+	}
+	ready.Wait()
+	close(gate)
+	wg.Wait()
+	r.BurstFailures = fails.Load()
+	return r
+}
+
+// load drives every process with its clients for d. Late targets are
+// skipped until lateOpen is set.
+func load(ctx context.Context, procs []*proc, clients int, d time.Duration, targets []target, lateOpen *atomic.Bool) report {
 	httpc := &http.Client{
 		Timeout: 10 * time.Second,
 		Transport: &http.Transport{
@@ -300,6 +451,9 @@ func load(ctx context.Context, procs []*proc, clients int, d time.Duration, targ
 				for time.Now().Before(deadline) && ctx.Err() == nil {
 					t := targets[i]
 					i = (i + 1) % len(targets)
+					if t.late && !lateOpen.Load() {
+						continue
+					}
 					t0 := time.Now()
 					status, err := get(ctx, httpc, p.base+t.path)
 					lat = append(lat, time.Since(t0))
@@ -336,6 +490,10 @@ func get(ctx context.Context, c *http.Client, url string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	return do(c, req)
+}
+
+func do(c *http.Client, req *http.Request) (int, error) {
 	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err

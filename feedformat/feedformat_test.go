@@ -1,0 +1,98 @@
+package feedformat
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+func item(p parser.Post) feed.Item {
+	p.Channel = "SomeChannel"
+	p.Footer.Date.Unix = 1_700_000_000
+	return feed.Item{Post: &p, Channel: &parser.Channel{Username: "SomeChannel", Title: parser.Rich{String: "Some Channel"}}}
+}
+
+func TestTitles(t *testing.T) {
+	long := strings.Repeat("word ", 60)
+	for _, c := range []struct {
+		post parser.Post
+		want string
+	}{
+		{parser.Post{ID: 1, Content: parser.PostContent{Text: &parser.Text{String: "\n  First line  \nsecond"}}}, "First line"},
+		{parser.Post{ID: 2, Content: parser.PostContent{Media: []parser.Media{{Type: parser.MediaImage}, {Type: parser.MediaImage}}}}, "2 photos"},
+		{parser.Post{ID: 3, Content: parser.PostContent{Media: []parser.Media{{Type: parser.MediaVideo}, {Type: parser.MediaImage}}}}, "Video and 1 more"},
+		{parser.Post{ID: 4, Content: parser.PostContent{Media: []parser.Media{{Type: parser.MediaDocument, Title: "report.pdf"}}}}, "report.pdf"},
+		{parser.Post{ID: 5, Content: parser.PostContent{Poll: &parser.Poll{Question: "Tea?"}}}, "Poll: Tea?"},
+		{parser.Post{ID: 6, Service: &parser.Service{Text: "Channel photo updated"}}, "Channel photo updated"},
+		{parser.Post{ID: 7}, "Post 7"},
+	} {
+		if got := title(&c.post); got != c.want {
+			t.Errorf("post %d: title %q, want %q", c.post.ID, got, c.want)
+		}
+	}
+	got := title(&parser.Post{Content: parser.PostContent{Text: &parser.Text{String: long}}})
+	if n := utf8.RuneCountInString(got); n > maxTitleRunes || !strings.HasSuffix(got, "word…") {
+		t.Errorf("long title %q (%d runes): want at most %d, cut after a word", got, n, maxTitleRunes)
+	}
+	cyr := strings.Repeat("я", 300)
+	if got := title(&parser.Post{Content: parser.PostContent{Text: &parser.Text{String: cyr}}}); !utf8.ValidString(got) || utf8.RuneCountInString(got) != maxTitleRunes {
+		t.Errorf("a title without spaces is cut inside a rune or to the wrong length: %d runes", utf8.RuneCountInString(got))
+	}
+}
+
+// TestXMLCharacters: characters XML 1.0 cannot hold are removed from
+// every field (not replaced), and the document stays well-formed.
+func TestXMLCharacters(t *testing.T) {
+	bad := "a\x00b\x01c\x0bd\uFFFEe\xffg"
+	p := parser.Post{ID: 9, Content: parser.PostContent{Text: &parser.Text{String: bad, HTML: bad}}}
+	for _, f := range []Format{RSS, Atom} {
+		b, err := Render(f, []feed.Item{item(p)}, Options{Channels: []string{"somechannel"}, SelfURL: "http://x/v1/" + f.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := xml.NewDecoder(bytes.NewReader(b))
+		for {
+			_, err := d.Token()
+			if err != nil {
+				if err.Error() != "EOF" {
+					t.Errorf("%s: not well-formed: %v", f, err)
+				}
+				break
+			}
+		}
+		if !bytes.Contains(b, []byte("abcdeg")) || bytes.Contains(b, []byte("\uFFFD")) {
+			t.Errorf("%s: bad characters not removed cleanly:\n%s", f, b)
+		}
+	}
+}
+
+// TestMediaLinks: only http(s) media URLs are linked or attached; with a
+// media base they become durable links.
+func TestMediaLinks(t *testing.T) {
+	p := parser.Post{ID: 5, Content: parser.PostContent{Media: []parser.Media{
+		{Type: parser.MediaImage, URL: "javascript:alert(1)", Available: true},
+		{Type: parser.MediaVideo, URL: "//cdn.example/v.mp4", Thumb: "https://cdn.example/t.jpg", Available: true},
+		{Type: parser.MediaVideo, Thumb: "https://cdn.example/big.jpg", Available: true},
+		{Type: parser.MediaUnsupported},
+	}}}
+	e := newEntry(item(p), &Options{})
+	if len(e.attachments) != 2 || e.attachments[0].url != "https://cdn.example/v.mp4" || e.attachments[0].mimeType != "video/mp4" ||
+		e.attachments[1].url != "https://cdn.example/big.jpg" || e.attachments[1].mimeType != "image/jpeg" {
+		t.Errorf("attachments %+v", e.attachments)
+	}
+	if strings.Contains(e.content, "javascript") {
+		t.Errorf("content links a javascript: URL: %s", e.content)
+	}
+	e = newEntry(item(p), &Options{MediaBase: "https://pub.example"})
+	if len(e.attachments) != 2 || e.attachments[0].url != "https://pub.example/media/somechannel/5/1" || e.attachments[1].url != "https://pub.example/media/somechannel/5/2?thumb=1" {
+		t.Errorf("durable attachments %+v", e.attachments)
+	}
+	if !strings.Contains(e.content, `src="https://pub.example/media/somechannel/5/1?thumb=1"`) || strings.Contains(e.content, "cdn.example") {
+		t.Errorf("content does not link media through the base: %s", e.content)
+	}
+}
