@@ -44,6 +44,9 @@ type serveConfig struct {
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
+	Updater             bool          // UPDATER, --updater (on | off)
+	UpdaterConcurrency  int           // UPDATER_CONCURRENCY, --updater-concurrency
+	UpdaterTop          int           // UPDATER_TOP, --updater-top
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -76,6 +79,9 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
+	{"UPDATER", "updater", "on", "on | off: refresh popular and subscribed channels' pages in the background, shortly before their refresh point"},
+	{"UPDATER_CONCURRENCY", "updater-concurrency", "16", "most origin fetches the background updater runs at once"},
+	{"UPDATER_TOP", "updater-top", "200", "most popular channels the updater keeps fresh (channels with a subscriber come on top)"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -183,6 +189,19 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
 	}
 	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
+	switch *vals["UPDATER"] {
+	case "on":
+		cfg.Updater = true
+	case "off":
+	default:
+		bad("UPDATER", errors.New("want on or off"))
+	}
+	if cfg.UpdaterConcurrency, err = strconv.Atoi(*vals["UPDATER_CONCURRENCY"]); err != nil || cfg.UpdaterConcurrency < 1 || cfg.UpdaterConcurrency > 1024 {
+		bad("UPDATER_CONCURRENCY", errors.New("want a whole number from 1 to 1024"))
+	}
+	if cfg.UpdaterTop, err = strconv.Atoi(*vals["UPDATER_TOP"]); err != nil || cfg.UpdaterTop < 1 || cfg.UpdaterTop > 100000 {
+		bad("UPDATER_TOP", errors.New("want a whole number from 1 to 100000"))
+	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}
