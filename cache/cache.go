@@ -75,6 +75,57 @@ func Revalidate(ctx context.Context) context.Context {
 	return context.WithValue(ctx, revalidateKey{}, true)
 }
 
+type earlyKey struct{}
+
+// RefreshOlderThan marks ctx so that a Get under it treats a copy at least
+// age old as due for refresh, even before the tier's refresh point, and
+// waits for that refresh (through the lease, like any refresh: with several
+// processes one of them loads, and the others get the copy they hold). A
+// background updater uses it to refresh popular keys shortly before users
+// would find them stale. A copy that is not due is returned as is; so is
+// the copy when the refresh cannot run now (a failure is remembered, or
+// another process holds the lease). age larger than the refresh point
+// changes nothing.
+func RefreshOlderThan(ctx context.Context, age time.Duration) context.Context {
+	return context.WithValue(ctx, earlyKey{}, age)
+}
+
+// dueAge is the age from which a copy is refreshed under ctx.
+func dueAge(ctx context.Context, refresh time.Duration) (due time.Duration, early bool) {
+	if age, ok := ctx.Value(earlyKey{}).(time.Duration); ok && age < refresh {
+		return max(age, 0), true
+	}
+	return refresh, false
+}
+
+type previousKey struct{}
+
+// previous is the copy a load replaces, encoded, with the codec to read it.
+type previous struct {
+	b     []byte
+	codec *Codec
+}
+
+// withPrevious hands a loader the copy its load replaces.
+func withPrevious(ctx context.Context, codec *Codec, b []byte) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, previousKey{}, previous{b, codec})
+}
+
+// Previous returns, inside a Loader, the copy the load is about to replace
+// (a refresh of a key the tier holds within its hard TTL); false for a
+// cold load. Loaders that report what changed compare against it.
+func Previous(ctx context.Context) (Entry, bool) {
+	p, ok := ctx.Value(previousKey{}).(previous)
+	if !ok {
+		return Entry{}, false
+	}
+	e, err := p.codec.Decode(p.b)
+	return e, err == nil
+}
+
 // loading marks a loader's ctx as a refresh of a held copy or a cold load.
 func loading(ctx context.Context, refresh bool) context.Context {
 	return context.WithValue(ctx, refreshKey{}, refresh)

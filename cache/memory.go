@@ -232,16 +232,25 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 	}
 	if m.store != nil {
 		if b, ok := m.store.GetIfPresent(key); ok {
+			due, early := dueAge(ctx, m.refresh)
 			switch age := m.age(b); {
-			case age < m.refresh:
+			case age < due:
 				if e, err := m.codec.Decode(b); err == nil {
 					m.hits.Add(1)
 					return e, nil
 				}
 				// Unreachable unless memory is corrupted; reload rather than fail.
 				m.store.Invalidate(key)
-			case age < m.hardTTL && revalidating(ctx) && m.failedRecently(key) == nil:
+			case age < m.hardTTL && (revalidating(ctx) || early) && m.failedRecently(key) == nil:
 				// Wait for the refresh below; fill falls back on this copy.
+			case age < m.refresh:
+				// Due early, but a refresh failed moments ago: the copy
+				// is still fresh.
+				if e, err := m.codec.Decode(b); err == nil {
+					m.hits.Add(1)
+					return e, nil
+				}
+				m.store.Invalidate(key)
 			case age < m.hardTTL:
 				if e, err := m.codec.Decode(b); err == nil {
 					m.stale.Add(1)
@@ -324,8 +333,9 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	if m.store != nil {
 		if b, ok := m.store.GetIfPresent(key); ok {
 			age := m.age(b)
+			due, _ := dueAge(ctx, m.refresh)
 			switch {
-			case age < m.refresh:
+			case age < due:
 				// Stored by a load that finished between this caller's
 				// lookup and its joining the flight.
 				if e, err := m.codec.Decode(b); err == nil {
@@ -340,7 +350,7 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	// The load serves everyone who joined, and its result is worth storing
 	// even if they all gave up. The timeout keeps an unwatched load from
 	// running forever; Close ends it too.
-	lctx, cancel := context.WithTimeout(loading(ctx, prev != nil), m.loadTimeout)
+	lctx, cancel := context.WithTimeout(withPrevious(loading(ctx, prev != nil), m.codec, prev), m.loadTimeout)
 	defer cancel()
 	defer context.AfterFunc(m.base, cancel)()
 	m.loads.Add(1)
@@ -352,7 +362,7 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 		// have run for as long as LoadTimeout.
 		if prev != nil && m.age(prev) < m.hardTTL {
 			if old, derr := m.codec.Decode(prev); derr == nil {
-				old.Stale = true
+				old.Stale = m.age(prev) >= m.refresh
 				return old, nil
 			}
 		}

@@ -379,15 +379,16 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 		return v.local(ctx, key, load)
 	}
 	if b != nil {
+		due, early := dueAge(ctx, v.cfg.Refresh)
 		switch age := v.age(b); {
-		case age < v.cfg.Refresh:
+		case age < due:
 			if e, err := v.codec.Decode(b); err == nil {
 				v.hit(tier)
 				return e, nil
 			}
 		case age < v.cfg.HardTTL:
 			if e, err := v.codec.Decode(b); err == nil {
-				if revalidating(ctx) {
+				if revalidating(ctx) || early {
 					if fresh, err := v.revalidate(ctx, key, load); err == nil {
 						return fresh, nil
 					}
@@ -395,7 +396,7 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 					v.refreshInBackground(ctx, key, load)
 				}
 				v.hit(tier)
-				e.Stale = true
+				e.Stale = age >= v.cfg.Refresh
 				return e, nil
 			}
 		}
@@ -527,10 +528,15 @@ func (v *Valkey) readUsable(ctx context.Context, key string, cached bool) (Entry
 func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, load Loader) (Entry, error) {
 	defer v.release(ctx, lease, token)
 	// Another process may have written between our read and our lease.
-	if b, _, err := v.read(ctx, key, false); err == nil && b != nil && v.age(b) < v.cfg.Refresh {
+	due, _ := dueAge(ctx, v.cfg.Refresh)
+	b, _, err := v.read(ctx, key, false)
+	if err == nil && b != nil && v.age(b) < due {
 		if e, err := v.codec.Decode(b); err == nil {
 			return e, nil
 		}
+	}
+	if err == nil && b != nil && v.age(b) < v.cfg.HardTTL {
+		ctx = withPrevious(ctx, v.codec, b)
 	}
 	// Or failed to: the previous holder's failure stands for everyone.
 	if err := v.failedRecently(ctx, key, false); err != nil {

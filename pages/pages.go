@@ -4,12 +4,14 @@
 package pages
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -83,6 +85,103 @@ type Service struct {
 	hot     *otter.Cache[string, cache.Entry] // nil when off
 	refresh time.Duration
 	now     func() time.Time
+	watcher atomic.Pointer[Watcher] // nil until Watch
+}
+
+// Watcher learns about channels' newest pages (/s/<channel>) as the
+// Service serves them; a background updater is one. Its methods are
+// called on request paths and inside cache loads: they must return at
+// once, handing any real work to a goroutine of their own.
+type Watcher interface {
+	// NewestRead: a request read channel's newest page (cached or not).
+	NewestRead(channel string)
+	// NewestChanged: this process fetched channel's newest page and its
+	// bytes differ from the copy they replace.
+	NewestChanged(Change)
+}
+
+// Change is a channel's newest page replaced by different bytes.
+type Change struct {
+	Channel string
+	// Prev is the replaced copy's bytes; Next the new page, parsed. Both
+	// are shared and must not be modified.
+	Prev      []byte
+	Next      *parser.Page
+	FetchedAt time.Time // of Next
+}
+
+// Watch makes w the Service's Watcher (nil: none). One at a time.
+func (s *Service) Watch(w Watcher) {
+	if w == nil {
+		s.watcher.Store(nil)
+		return
+	}
+	s.watcher.Store(&w)
+}
+
+// noteNewest tells the Watcher about a read of r if r is a newest page.
+func (s *Service) noteNewest(r origin.Request) {
+	if r.Kind == parser.KindBody && r.Position == 0 {
+		if w := s.watcher.Load(); w != nil {
+			(*w).NewestRead(r.Channel)
+		}
+	}
+}
+
+// RefreshNewest returns channel's newest page, first reloading it through
+// the cache (and its lease) when the cached copy is at least olderThan
+// old, although it may not have reached its refresh point yet: a
+// background updater calls it so that users find the page fresh.
+//
+// The cache keeps its copy when the reload fails (stale-if-error); the
+// reload's error is returned anyway, beside that copy, so that the caller
+// can back off (see RetryAt).
+func (s *Service) RefreshNewest(ctx context.Context, channel string, olderThan time.Duration) (Result, error) {
+	slot := &loadFailure{}
+	ctx = context.WithValue(cache.RefreshOlderThan(ctx, olderThan), loadFailureKey{}, slot)
+	res, err := s.load(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
+	if err == nil {
+		err = slot.get()
+	}
+	return res, err
+}
+
+// loadFailure receives the error of a load the caller started, when the
+// cache answers with a copy instead.
+type loadFailure struct {
+	mu  sync.Mutex
+	err error
+}
+
+type loadFailureKey struct{}
+
+func (f *loadFailure) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// noteLoadFailure hands err to the loadFailure ctx carries, if any.
+func noteLoadFailure(ctx context.Context, err error) {
+	if f, ok := ctx.Value(loadFailureKey{}).(*loadFailure); ok {
+		f.mu.Lock()
+		f.err = err
+		f.mu.Unlock()
+	}
+}
+
+// RetryAt reports when err, a failed read, says the origin may be asked
+// again (a rate limit's Retry-After, an open circuit breaker).
+func RetryAt(err error) (time.Time, bool) {
+	var rl *origin.RateLimitError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
+	}
+	var un *origin.UnavailableError
+	if errors.As(err, &un) {
+		return un.RetryAfter, true
+	}
+	return time.Time{}, false
 }
 
 // Stats is what a Service holds in memory, in estimated heap bytes.
@@ -261,6 +360,7 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 		return cache.Entry{}, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
 	full := keys.Response(r.Channel, key)
+	s.noteNewest(r)
 	if s.hot != nil {
 		if e, ok := s.hot.GetIfPresent(full); ok && s.fresh(e) {
 			NoteRead(ctx, e.FetchedAt, false)
@@ -270,7 +370,7 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 	e, err := s.cache.Get(ctx, full, func(ctx context.Context) (cache.Entry, error) {
 		// Render from a fresh page when it can be had: a stale one would
 		// leave the response stale until its next refresh.
-		res, err := s.get(cache.Revalidate(ctx), r)
+		res, err := s.load(cache.Revalidate(ctx), r)
 		if err != nil {
 			return cache.Entry{}, err
 		}
@@ -299,6 +399,12 @@ func (s *Service) fresh(e cache.Entry) bool {
 // get loads the page bytes for r through the cache and decodes them,
 // noting the read in the context's Freshness collector.
 func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
+	s.noteNewest(r)
+	return s.load(ctx, r)
+}
+
+// load is get without telling the Watcher of a read.
+func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
 	switch r.Kind {
 	case parser.KindBody, parser.KindMore, parser.KindPreview:
 	default:
@@ -307,13 +413,22 @@ func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
 	e, err := s.cache.Get(ctx, r.Key(), func(ctx context.Context) (cache.Entry, error) {
 		b, err := s.origin.Fetch(ctx, r)
 		if err != nil {
+			noteLoadFailure(ctx, err)
 			return cache.Entry{}, err
 		}
 		// Parse before storing: bytes that are not a page of the expected
 		// kind (a captcha, a cut-off error page) must not be cached, and the
 		// parse is kept for the caller in the decoded cache.
-		if _, d := s.decode(ctx, r.Kind, b); errors.Is(d.err, parser.ErrNotPage) {
+		_, d := s.decode(ctx, r.Kind, b)
+		if errors.Is(d.err, parser.ErrNotPage) {
 			return cache.Entry{}, fmt.Errorf("%s: %w: %w", r.Path(), origin.ErrUpstream, d.err)
+		}
+		if d.page != nil && r.Kind == parser.KindBody && r.Position == 0 {
+			if w := s.watcher.Load(); w != nil {
+				if prev, ok := cache.Previous(ctx); ok && !bytes.Equal(prev.Value, b) {
+					(*w).NewestChanged(Change{Channel: r.Channel, Prev: prev.Value, Next: d.page, FetchedAt: s.now()})
+				}
+			}
 		}
 		// FetchedAt is left to the cache, whose clock decides freshness.
 		return cache.Entry{Value: b}, nil

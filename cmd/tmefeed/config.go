@@ -48,6 +48,9 @@ type serveConfig struct {
 	FrameAncestors      string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
 	EmbedPoll           time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
 	PublicURL           string        // PUBLIC_URL, --public-url ("" = the request's Host, Telegram's media URLs)
+	Updater             bool          // UPDATER, --updater (on | off)
+	UpdaterConcurrency  int           // UPDATER_CONCURRENCY, --updater-concurrency
+	UpdaterTop          int           // UPDATER_TOP, --updater-top
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -83,6 +86,9 @@ var serveSettings = []setting{
 	{"EMBED_FRAME_ANCESTORS", "embed-frame-ancestors", "*", "pages allowed to embed the /embed widget, as CSP frame-ancestors sources separated by spaces or commas, e.g. 'self' https://dash.example.com"},
 	{"EMBED_POLL_INTERVAL", "embed-poll-interval", "15s", "how often an open /embed widget asks whether its feed changed"},
 	{"PUBLIC_URL", "public-url", "", "URL clients reach the service at, e.g. https://tmefeed.example; feed-reader documents link themselves and media (/media/…) through it; empty = the request's Host and Telegram's media URLs"},
+	{"UPDATER", "updater", "on", "on | off: refresh popular and subscribed channels' pages in the background, shortly before their refresh point"},
+	{"UPDATER_CONCURRENCY", "updater-concurrency", "16", "most origin fetches the background updater runs at once"},
+	{"UPDATER_TOP", "updater-top", "200", "most popular channels the updater keeps fresh (channels with a subscriber come on top)"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -201,6 +207,19 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.PublicURL = strings.TrimRight(*vals["PUBLIC_URL"], "/")
 	if err := checkPublicURL(cfg.PublicURL); err != nil {
 		bad("PUBLIC_URL", err)
+	}
+	switch *vals["UPDATER"] {
+	case "on":
+		cfg.Updater = true
+	case "off":
+	default:
+		bad("UPDATER", errors.New("want on or off"))
+	}
+	if cfg.UpdaterConcurrency, err = strconv.Atoi(*vals["UPDATER_CONCURRENCY"]); err != nil || cfg.UpdaterConcurrency < 1 || cfg.UpdaterConcurrency > 1024 {
+		bad("UPDATER_CONCURRENCY", errors.New("want a whole number from 1 to 1024"))
+	}
+	if cfg.UpdaterTop, err = strconv.Atoi(*vals["UPDATER_TOP"]); err != nil || cfg.UpdaterTop < 1 || cfg.UpdaterTop > 100000 {
+		bad("UPDATER_TOP", errors.New("want a whole number from 1 to 100000"))
 	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)

@@ -1,0 +1,118 @@
+package live_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/live"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// testRefresh is a short refresh point, so that tests span several
+// refresh windows quickly.
+const testRefresh = 300 * time.Millisecond
+
+// world is a fixture origin over real HTTP with the service stack of one
+// process on top of it.
+type world struct {
+	origin *fixtures.Origin
+	url    string
+}
+
+func newWorld(t testing.TB, opts fixtures.OriginOptions) *world {
+	t.Helper()
+	o := fixtures.NewOrigin(opts)
+	s := httptest.NewServer(o)
+	t.Cleanup(s.Close)
+	return &world{origin: o, url: s.URL}
+}
+
+// process is one tmefeed process's page service and hub.
+type process struct {
+	pages *pages.Service
+	hub   *live.Hub
+	cache cache.Cache
+}
+
+type processOptions struct {
+	cache   cache.Cache // nil: an embedded tier
+	hub     live.Config // Pages, Refresh and Logger are filled in
+	noHub   bool
+	refresh time.Duration // 0: testRefresh
+}
+
+func (w *world) process(t testing.TB, po processOptions) *process {
+	t.Helper()
+	refresh := po.refresh
+	if refresh == 0 {
+		refresh = testRefresh
+	}
+	oc, err := origin.New(origin.Config{BaseURL: w.url, MaxRetries: -1, MaxConnsPerHost: 64, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { oc.Close() })
+	c := po.cache
+	if c == nil {
+		m, err := cache.NewMemory(cache.MemoryConfig{Refresh: refresh, Failures: origin.Failures{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		c = m
+	}
+	p := &process{cache: c, pages: pages.New(pages.Config{Cache: c, Origin: oc, Refresh: refresh})}
+	if po.noHub {
+		return p
+	}
+	cfg := po.hub
+	cfg.Pages = p.pages
+	cfg.Refresh = refresh
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p.hub, err = live.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.hub.Close)
+	return p
+}
+
+// read reads channel's newest page as a user would.
+func (p *process) read(t testing.TB, channel string) pages.Result {
+	t.Helper()
+	res, err := p.pages.Page(context.Background(), origin.Request{Kind: parser.KindBody, Channel: channel})
+	if err != nil {
+		t.Fatalf("reading %s: %v", channel, err)
+	}
+	return res
+}
+
+// next waits for the subscription's next event, up to a generous bound
+// that only a broken hub reaches.
+func next(t testing.TB, s *live.Subscription) (live.Event, bool) {
+	t.Helper()
+	select {
+	case e, ok := <-s.Events():
+		return e, ok
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+		return live.Event{}, false
+	}
+}
+
+func text(p *parser.Post) string {
+	if p == nil || p.Content.Text == nil {
+		return ""
+	}
+	return p.Content.Text.String
+}

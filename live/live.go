@@ -1,0 +1,469 @@
+// Package live keeps channels' newest pages fresh and tells subscribers
+// what changed on them. A Hub holds the subscriptions of one process; its
+// updater refreshes the popular and the watched channels shortly before
+// their refresh point, and the process that fetched a changed page (the
+// cache lease holder) compares it with the copy it replaces and publishes
+// the resulting events, through a Publisher to every process when there
+// are several. See docs/live.md.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/internal/defaults"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// Kind is what happened to a post.
+type Kind string
+
+const (
+	// The constructor is New, so the kinds carry the type's name.
+	KindNew     Kind = "NEW"     // a post newer than any the page showed
+	KindEdited  Kind = "EDITED"  // a post whose content changed (see Edit and docs/live.md)
+	KindRemoved Kind = "REMOVED" // a post gone from within the page's range of ids
+)
+
+// Event is one change of one post.
+type Event struct {
+	Kind    Kind
+	Channel *parser.Channel // the channel's header as on the page the change was seen on
+	Post    *parser.Post    // for Removed: the post as last seen
+}
+
+// Request asks for the events of some channels.
+type Request struct {
+	// Channels are usernames as the user wrote them ("@Durov", "durov"):
+	// Subscribe normalizes them with pages.NormalizeUsername; duplicates
+	// are ignored.
+	Channels []string
+	// Filter keeps the posts feed's filter keeps.
+	Filter feed.Filter
+}
+
+var (
+	// ErrSlowSubscriber: the subscriber let Config.Buffer events pile up
+	// unread and was closed, so that it slows nobody else.
+	ErrSlowSubscriber = errors.New("live: subscriber fell behind; too many events unread")
+	// ErrClosed: the hub is shutting down.
+	ErrClosed = errors.New("live: shutting down")
+	// ErrTooManyChannels: a request for more than Config.MaxChannels
+	// channels. It also matches feed.ErrBadRequest.
+	ErrTooManyChannels = errors.New("live: too many channels")
+)
+
+// Defaults for zero Config fields.
+const (
+	DefaultMaxChannels = 100
+	DefaultBuffer      = 64
+)
+
+// Config configures a Hub.
+type Config struct {
+	// Pages is the page service whose channels the Hub watches; New makes
+	// the Hub its Watcher. Required.
+	Pages *pages.Service
+	// Publisher carries events between processes (Valkey pub/sub). nil
+	// delivers in this process only.
+	Publisher Publisher
+	// MaxChannels bounds the channels of one subscription.
+	MaxChannels int
+	// Buffer is how many events a subscriber may leave unread before it is
+	// closed with ErrSlowSubscriber.
+	Buffer int
+	// Refresh is the cache's refresh point (CACHE_MODE); 0 (nothing is
+	// cached) turns the updater off.
+	Refresh time.Duration
+	// Updater tunes the background updater.
+	Updater UpdaterConfig
+	Logger  *slog.Logger // nil means slog.Default()
+	Now     func() time.Time
+}
+
+// Hub delivers events to the subscriptions of one process. It is safe for
+// concurrent use.
+type Hub struct {
+	cfg  Config
+	log  *slog.Logger
+	now  func() time.Time
+	pub  Publisher
+	upd  *updater
+	diff chan pages.Change
+
+	mu     sync.RWMutex
+	subs   map[string]map[*Subscription]struct{} // channel → its subscribers
+	nsubs  int
+	closed bool
+
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	changes, dropped, published, delivered, slow, publishErrors atomic.Uint64
+}
+
+// Stats is a snapshot of a Hub's state and counters.
+type Stats struct {
+	Subscribers   int // open subscriptions
+	Watched       int // distinct channels they watch
+	Updater       UpdaterStats
+	Changes       uint64 // changed newest pages this process fetched and compared
+	Dropped       uint64 // changes not compared because the queue was full
+	Published     uint64 // events this process found and sent
+	Delivered     uint64 // events handed to subscribers of this process
+	SlowClosed    uint64 // subscriptions closed with ErrSlowSubscriber
+	PublishErrors uint64
+}
+
+// New returns a running Hub and makes it cfg.Pages's Watcher.
+func New(cfg Config) (*Hub, error) {
+	if cfg.Pages == nil {
+		return nil, errors.New("live: Config.Pages is required")
+	}
+	if cfg.MaxChannels < 0 || cfg.Buffer < 0 || cfg.Refresh < 0 {
+		return nil, fmt.Errorf("live: negative Config value")
+	}
+	defaults.Set(&cfg.MaxChannels, DefaultMaxChannels)
+	defaults.Set(&cfg.Buffer, DefaultBuffer)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	h := &Hub{
+		cfg:  cfg,
+		log:  cfg.Logger,
+		now:  cfg.Now,
+		pub:  cfg.Publisher,
+		diff: make(chan pages.Change, 256),
+		subs: map[string]map[*Subscription]struct{}{},
+	}
+	h.base, h.cancel = context.WithCancel(context.Background())
+	upd, err := newUpdater(h, cfg.Updater)
+	if err != nil {
+		return nil, err
+	}
+	h.upd = upd
+	h.wg.Go(h.compare)
+	if h.pub != nil {
+		h.wg.Go(h.receive)
+	}
+	if h.upd != nil {
+		h.wg.Go(h.upd.run)
+	}
+	cfg.Pages.Watch(h)
+	return h, nil
+}
+
+// NewestRead implements pages.Watcher: it counts towards the channel's
+// popularity.
+func (h *Hub) NewestRead(channel string) {
+	if h.upd != nil {
+		h.upd.popular.hit(channel)
+	}
+}
+
+// NewestChanged implements pages.Watcher: the change is compared on the
+// Hub's own goroutine, never on the path of the request that fetched it.
+func (h *Hub) NewestChanged(c pages.Change) {
+	select {
+	case h.diff <- c:
+	default:
+		h.dropped.Add(1)
+	}
+}
+
+// compare turns changed pages into events and sends them.
+func (h *Hub) compare() {
+	for {
+		select {
+		case <-h.base.Done():
+			return
+		case c := <-h.diff:
+			h.changes.Add(1)
+			prev, err := parser.ParseBody(c.Prev)
+			if err != nil {
+				continue // the replaced copy was a page once; cannot happen short of corruption
+			}
+			events := Diff(prev, c.Next)
+			if len(events) == 0 {
+				continue
+			}
+			h.published.Add(uint64(len(events)))
+			h.send(c.Channel, events)
+		}
+	}
+}
+
+// send delivers events to every process: through the Publisher, or here
+// when there is none or it fails.
+func (h *Hub) send(channel string, events []Event) {
+	if h.pub != nil {
+		msg, err := encode(channel, events)
+		if err == nil {
+			ctx, cancel := context.WithTimeout(h.base, publishTimeout)
+			err = h.pub.Publish(ctx, msg)
+			cancel()
+			if err == nil {
+				return // delivered here when it comes back through Receive
+			}
+		}
+		h.publishErrors.Add(1)
+		h.log.Warn("live: publishing events failed; delivering in this process only", "channel", channel, "err", err)
+	}
+	h.deliver(channel, events)
+}
+
+// publishTimeout bounds one Publish.
+const publishTimeout = 2 * time.Second
+
+// receive delivers what every process publishes to this one's subscribers.
+func (h *Hub) receive() {
+	for {
+		err := h.pub.Receive(h.base, func(msg []byte) {
+			channel, events, err := decode(msg)
+			if err != nil {
+				h.log.Warn("live: unreadable event message", "err", err)
+				return
+			}
+			h.deliver(channel, events)
+		})
+		if h.base.Err() != nil {
+			return
+		}
+		h.log.Warn("live: event subscription ended; resubscribing", "err", err)
+		select {
+		case <-h.base.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// deliver hands events to the channel's subscribers whose filter keeps
+// their post. Sends never block: a full buffer closes its subscriber.
+func (h *Hub) deliver(channel string, events []Event) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.subs[channel] {
+		for i := range events {
+			if !s.match.Match(events[i].Post) {
+				continue
+			}
+			if !s.send(events[i]) {
+				break
+			}
+			h.delivered.Add(1)
+		}
+	}
+}
+
+// Subscribe opens a subscription to the events of req's channels. It ends
+// when ctx ends, when the Hub closes, or when the subscriber falls behind;
+// Err then says which.
+func (h *Hub) Subscribe(ctx context.Context, req Request) (*Subscription, error) {
+	var channels []string
+	for _, raw := range req.Channels {
+		name, err := pages.NormalizeUsername(raw)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(channels, name) {
+			channels = append(channels, name)
+		}
+	}
+	switch {
+	case len(channels) == 0:
+		return nil, fmt.Errorf("%w: no channels", feed.ErrBadRequest)
+	case len(channels) > h.cfg.MaxChannels:
+		return nil, fmt.Errorf("%w: %d channels, at most %d: %w", ErrTooManyChannels, len(channels), h.cfg.MaxChannels, feed.ErrBadRequest)
+	}
+	m, err := feed.CompileFilter(req.Filter)
+	if err != nil {
+		return nil, err
+	}
+	s := &Subscription{hub: h, channels: channels, match: m, events: make(chan Event, h.cfg.Buffer)}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrClosed
+	}
+	for _, ch := range channels {
+		set := h.subs[ch]
+		if set == nil {
+			set = map[*Subscription]struct{}{}
+			h.subs[ch] = set
+		}
+		set[s] = struct{}{}
+	}
+	h.nsubs++
+	h.mu.Unlock()
+	if h.upd != nil {
+		h.upd.wake()
+	}
+	stop := context.AfterFunc(ctx, func() { h.remove(s, nil) })
+	s.mu.Lock()
+	s.stop = stop
+	s.mu.Unlock()
+	return s, nil
+}
+
+// remove ends s with err (nil: its ctx ended) unless it has ended.
+func (h *Hub) remove(s *Subscription, err error) {
+	h.mu.Lock()
+	h.unlink(s)
+	h.mu.Unlock()
+	s.end(err)
+}
+
+// unlink drops s from the index; called with mu held.
+func (h *Hub) unlink(s *Subscription) {
+	removed := false
+	for _, ch := range s.channels {
+		if set := h.subs[ch]; set != nil {
+			if _, ok := set[s]; ok {
+				removed = true
+				delete(set, s)
+			}
+			if len(set) == 0 {
+				delete(h.subs, ch)
+			}
+		}
+	}
+	if removed {
+		h.nsubs--
+	}
+}
+
+// watched lists the channels with a subscriber in this process.
+func (h *Hub) watched() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := make([]string, 0, len(h.subs))
+	for ch := range h.subs {
+		out = append(out, ch)
+	}
+	return out
+}
+
+// Close closes every subscription with ErrClosed, stops the updater and
+// waits for the Hub's goroutines. The page service keeps working without
+// a Watcher.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	var all []*Subscription
+	for _, set := range h.subs {
+		for s := range set {
+			if !slices.Contains(all, s) {
+				all = append(all, s)
+			}
+		}
+	}
+	clear(h.subs)
+	h.nsubs = 0
+	h.mu.Unlock()
+	for _, s := range all {
+		s.end(ErrClosed)
+	}
+	h.cfg.Pages.Watch(nil)
+	h.cancel()
+	h.wg.Wait()
+}
+
+// Stats returns the Hub's state and counters.
+func (h *Hub) Stats() Stats {
+	h.mu.RLock()
+	st := Stats{Subscribers: h.nsubs, Watched: len(h.subs)}
+	h.mu.RUnlock()
+	if h.upd != nil {
+		st.Updater = h.upd.stats()
+	}
+	st.Changes = h.changes.Load()
+	st.Dropped = h.dropped.Load()
+	st.Published = h.published.Load()
+	st.Delivered = h.delivered.Load()
+	st.SlowClosed = h.slow.Load()
+	st.PublishErrors = h.publishErrors.Load()
+	return st
+}
+
+// Subscription is one subscriber's stream of events.
+type Subscription struct {
+	hub      *Hub
+	channels []string
+	match    feed.Matcher
+	events   chan Event
+	stop     func() bool
+
+	mu   sync.Mutex // orders sends against closing events
+	done bool
+	err  error
+}
+
+// Events delivers the subscription's events. It is closed when the
+// subscription's ctx ends, when the Hub closes, or when the subscriber fell
+// behind.
+func (s *Subscription) Events() <-chan Event { return s.events }
+
+// Err says why Events was closed: nil when the ctx ended,
+// ErrSlowSubscriber or ErrClosed. Before that it is nil.
+func (s *Subscription) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Channels are the normalized channels the subscription watches.
+func (s *Subscription) Channels() []string { return slices.Clone(s.channels) }
+
+// send hands e to the subscriber without blocking; false if the
+// subscription is over (then or before).
+func (s *Subscription) send(e Event) bool {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return false
+	}
+	select {
+	case s.events <- e:
+		s.mu.Unlock()
+		return true
+	default:
+	}
+	s.mu.Unlock()
+	// Full: the subscriber fell behind. Unlinking takes the Hub's write
+	// lock, which deliver (holding the read lock) would deadlock on.
+	s.hub.slow.Add(1)
+	s.end(ErrSlowSubscriber)
+	go s.hub.remove(s, ErrSlowSubscriber)
+	return false
+}
+
+// end closes events with err, once.
+func (s *Subscription) end(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.done, s.err = true, err
+	close(s.events)
+	if s.stop != nil {
+		s.stop()
+	}
+}
