@@ -20,6 +20,7 @@ import (
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -64,6 +65,7 @@ type envOptions struct {
 	graphQL        http.Handler       // server.Config.GraphQL
 	playground     http.Handler       // server.Config.Playground
 	cors           []string           // server.Config.CORSOrigins
+	encoder        *httpcache.Encoder // server.Config.Encoder and pages.Config.Encoder
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -102,9 +104,10 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			Refresh:  opts.refresh,
 			HotBytes: opts.hotBytes,
 			Now:      e.clock.Now,
+			Encoder:  opts.encoder,
 		})
 	}
-	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors}
+	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors, Encoder: opts.encoder}
 	if opts.feed {
 		src, ok := svc.(feed.PageSource)
 		if !ok {
@@ -662,7 +665,7 @@ func TestNoInputGives500(t *testing.T) {
 // panicking is a page service that panics, to exercise the last resort.
 type panicking struct{}
 
-func (panicking) RenderedEntry(context.Context, string, origin.Request, func(pages.Result) ([]byte, error)) (cache.Entry, error) {
+func (panicking) RenderedRep(context.Context, string, origin.Request, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
 	panic("boom")
 }
 

@@ -44,6 +44,8 @@ type serveConfig struct {
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
+	Compression         bool          // COMPRESSION, --compression
+	CompressionMinBytes int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -76,6 +78,9 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
+	{"COMPRESSION", "compression", "on", "on | off: compress answers with zstd or gzip as Accept-Encoding asks"},
+	{"COMPRESSION_MIN_BYTES", "compression-min-bytes", "1024", "smallest answer compressed, in bytes"},
+	{"DEMO", "demo", "false", "serve the built-in fixture pages instead of TME_ORIGIN (no network needed)"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -90,9 +95,15 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		if v, ok := lookup(getenv, s.env); ok {
 			def = v
 		}
+		if s.env == "DEMO" {
+			// A boolean flag, so that a bare --demo means true.
+			v := def
+			vals[s.env] = &v
+			fs.BoolFunc(s.flag, s.usage+" ($"+s.env+")", func(b string) error { v = b; return nil })
+			continue
+		}
 		vals[s.env] = fs.String(s.flag, def, s.usage+" ($"+s.env+")")
 	}
-	demo := fs.Bool("demo", false, "serve the built-in fixture pages instead of t.me (no network needed)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: tmefeed serve [flags]")
 		fs.PrintDefaults()
@@ -116,7 +127,7 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		}
 	})
 
-	cfg := serveConfig{Demo: *demo}
+	var cfg serveConfig
 	var errs []error
 	bad := func(env string, err error) {
 		errs = append(errs, fmt.Errorf("%s=%q: %w", origin[env], *vals[env], err))
@@ -183,6 +194,19 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
 	}
 	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
+	switch *vals["COMPRESSION"] {
+	case "on":
+		cfg.Compression = true
+	case "off":
+	default:
+		bad("COMPRESSION", errors.New("want on or off"))
+	}
+	if cfg.CompressionMinBytes, err = strconv.Atoi(*vals["COMPRESSION_MIN_BYTES"]); err != nil || cfg.CompressionMinBytes < 1 || cfg.CompressionMinBytes > 1<<30 {
+		bad("COMPRESSION_MIN_BYTES", errors.New("want a whole number of bytes, at least 1"))
+	}
+	if cfg.Demo, err = strconv.ParseBool(*vals["DEMO"]); err != nil {
+		bad("DEMO", errors.New("want true or false"))
+	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
@@ -156,6 +157,11 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		return nil, err
 	}
 	st.pageCache = pageCache
+	enc, err := httpcache.New(httpcache.Config{Off: !cfg.Compression, MinBytes: cfg.CompressionMinBytes})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	ocfg := origin.Config{
 		BaseURL:         originURL,
 		FallbackURL:     fallbackURL,
@@ -178,6 +184,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Refresh:     cfg.Refresh,
 		HotBytes:    st.budget.Hot,
 		ParsedBytes: st.budget.Parsed,
+		Encoder:     enc,
 	})
 	// Persisted queries are shared through Valkey; without it the GraphQL
 	// stores' own bounded map is all there is (a second in-process copy
@@ -201,6 +208,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Feed:       gql.feeds,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins: splitList(cfg.CORSOrigins),
+		Encoder:     enc,
 	})
 	log.Info("memory", "budget_mb", cfg.MemoryMaxMB, "split", st.budget, "go_memory_limit_mb", debug.SetMemoryLimit(-1)>>20)
 	return st, nil
