@@ -69,6 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runFixtures(ctx, args[1:], stderr)
 	case "parse":
 		return runParse(args[1:], stdin, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args[1:], getenv, stderr)
 	case "help", "-h", "-help", "--help":
