@@ -2,7 +2,9 @@
 GO ?= go
 FUZZTIME ?= 1m
 
-.PHONY: run test build bench fuzz up compose-config multiproc multiproc-cluster hitbench e2e playground reliability
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench e2e playground reliability
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -12,6 +14,10 @@ test: ## every check CI runs
 	$(GO) test -race -count=1 ./...
 	# The memory suites measure the real build: the race detector multiplies heap and RSS.
 	$(GO) test -count=1 -run 'Memory|Accounting|MatchesHeap' ./cmd/tmefeed ./pages ./feed ./cache ./graph
+
+lint: ## go vet and staticcheck (pinned; checks configured in staticcheck.conf)
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 build: ## build bin/tmefeed
 	$(GO) build -o bin/tmefeed ./cmd/tmefeed

@@ -57,7 +57,7 @@ func TestRoomQueueIsBounded(t *testing.T) {
 		maxValues: smallAnswer,
 		valued:    NewExecutableSchema(Config{Complexity: complexity(0)}),
 	}
-	doc, errs := gqlparser.LoadQuery(run.valued.Schema(), `{ feed(channels: ["a"], first: 2000) { edges { cursor } } }`)
+	doc, errs := gqlparser.LoadQueryWithRules(run.valued.Schema(), `{ feed(channels: ["a"], first: 2000) { edges { cursor } } }`, nil)
 	if errs != nil {
 		t.Fatal(errs)
 	}

@@ -1,7 +1,6 @@
 package graph
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"mime"
 	"net/http"
@@ -10,8 +9,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-	"github.com/zeebo/xxh3"
 
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/pages"
 )
 
@@ -259,10 +258,11 @@ func (a *answer) data(parts [][]byte, clean bool) {
 	if !cacheable {
 		h.Set("Cache-Control", "no-store")
 	} else {
-		etag := entityTag(a.contentType(), parts)
+		// The media type is part of the representation, so of its tag.
+		etag := httpcache.ETag(append([][]byte{[]byte(a.contentType())}, parts...)...)
 		h.Set("Cache-Control", "public, max-age="+strconv.Itoa(secs)+", stale-while-revalidate="+a.run.swr)
 		h.Set("ETag", etag)
-		if matches(a.r.Header.Get("If-None-Match"), etag) {
+		if httpcache.NoneMatch(a.r.Header.Get("If-None-Match"), etag) {
 			h.Del("Content-Type")
 			a.w.WriteHeader(http.StatusNotModified)
 			return
@@ -275,33 +275,6 @@ func (a *answer) data(parts [][]byte, clean bool) {
 			return
 		}
 	}
-}
-
-// entityTag is a strong validator of an answer: a hash of its bytes and
-// media type, which together are the representation.
-func entityTag(contentType string, parts [][]byte) string {
-	h := xxh3.New()
-	_, _ = h.WriteString(contentType)
-	for _, p := range parts {
-		_, _ = h.Write(p)
-	}
-	sum := h.Sum128().Bytes()
-	return `"` + hex.EncodeToString(sum[:]) + `"`
-}
-
-// matches applies If-None-Match to etag: weak comparison, as RFC 9110
-// asks for this header.
-func matches(ifNoneMatch, etag string) bool {
-	if ifNoneMatch == "" {
-		return false
-	}
-	for tag := range strings.SplitSeq(ifNoneMatch, ",") {
-		tag = strings.TrimPrefix(strings.TrimSpace(tag), "W/")
-		if tag == "*" || tag == etag {
-			return true
-		}
-	}
-	return false
 }
 
 // marshalResponse encodes an executed operation's answer.

@@ -54,7 +54,7 @@ func TestStoresAccounting(t *testing.T) {
 			}
 			before := memsize.LiveHeap()
 			for _, q := range queries {
-				doc, err := gqlparser.LoadQuery(schema, q)
+				doc, err := gqlparser.LoadQueryWithRules(schema, q, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -110,7 +110,7 @@ func TestStoresWithinBounds(t *testing.T) {
 	ctx := context.Background()
 	for i := range 500 {
 		q := fmt.Sprintf(`{ a: channel(username: "durov%d") { title } b: channel(username: "x") { username } }`, i)
-		doc, err := gqlparser.LoadQuery(schema, q)
+		doc, err := gqlparser.LoadQueryWithRules(schema, q, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
@@ -72,6 +73,10 @@ type Config struct {
 	// Now is the clock for Refresh; nil means time.Now. It must be the
 	// cache's clock.
 	Now func() time.Time
+	// Encoder, when set, makes the compressed forms of a rendered response
+	// as it enters the hot store, so that they are served from there like
+	// the identity bytes; they count in HotBytes.
+	Encoder *httpcache.Encoder
 }
 
 // Service is the page service. It is safe for concurrent use.
@@ -82,7 +87,8 @@ type Service struct {
 	parses  singleflight.Group
 	held    atomic.Int64 // bytes of the distinct parses anyone holds
 	onParse func(parser.Kind)
-	hot     *otter.Cache[string, cache.Entry] // nil when off
+	hot     *otter.Cache[string, hotEntry] // nil when off
+	enc     *httpcache.Encoder
 	refresh time.Duration
 	now     func() time.Time
 	watcher atomic.Pointer[Watcher] // nil until Watch
@@ -290,6 +296,7 @@ func New(cfg Config) *Service {
 		onParse: cfg.OnParse,
 		refresh: cfg.Refresh,
 		now:     cfg.Now,
+		enc:     cfg.Encoder,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -305,14 +312,14 @@ func New(cfg Config) *Service {
 		})
 	}
 	if hotBytes := cmp.Or(cfg.HotBytes, DefaultHotBytes); cfg.Refresh > 0 && hotBytes > 0 {
-		s.hot = otter.Must(&otter.Options[string, cache.Entry]{
+		s.hot = otter.Must(&otter.Options[string, hotEntry]{
 			MaximumWeight: uint64(hotBytes),
-			Weigher: func(key string, e cache.Entry) uint32 {
+			Weigher: func(key string, e hotEntry) uint32 {
 				// cap: a freshly rendered value may have spare capacity.
-				return uint32(min(memsize.String(len(key))+memsize.Alloc(cap(e.Value))+hotOverhead, math.MaxUint32))
+				return uint32(min(memsize.String(len(key))+memsize.Alloc(cap(e.Value))+e.rep.Size()+hotOverhead, math.MaxUint32))
 			},
 			// Freshness is checked on every read; expiry only frees memory.
-			ExpiryCalculator: otter.ExpiryWriting[string, cache.Entry](cfg.Refresh),
+			ExpiryCalculator: otter.ExpiryWriting[string, hotEntry](cfg.Refresh),
 		})
 	}
 	return s
@@ -356,18 +363,28 @@ func (s *Service) Rendered(ctx context.Context, key string, r origin.Request, re
 // RenderedEntry is Rendered returning the whole cache entry, for callers
 // that derive headers from FetchedAt and Stale.
 func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (cache.Entry, error) {
+	e, _, err := s.RenderedRep(ctx, key, r, render)
+	return e, err
+}
+
+// RenderedRep is RenderedEntry with the response's HTTP representation
+// (its ETag, and its compressed forms when Config.Encoder is set) when the
+// hot store holds it: made once as it enters the store, so that a hit
+// neither hashes nor compresses. rep is nil when the response is not held
+// there (stale, or the store is off).
+func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
 	if r.Channel == "" {
-		return cache.Entry{}, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
+		return cache.Entry{}, nil, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
 	full := keys.Response(r.Channel, key)
 	s.noteNewest(r)
 	if s.hot != nil {
-		if e, ok := s.hot.GetIfPresent(full); ok && s.fresh(e) {
-			NoteRead(ctx, e.FetchedAt, false)
-			return e, nil
+		if h, ok := s.hot.GetIfPresent(full); ok && s.fresh(h.Entry) {
+			NoteRead(ctx, h.FetchedAt, false)
+			return h.Entry, h.rep, nil
 		}
 	}
-	e, err := s.cache.Get(ctx, full, func(ctx context.Context) (cache.Entry, error) {
+	e, err = s.cache.Get(ctx, full, func(ctx context.Context) (cache.Entry, error) {
 		// Render from a fresh page when it can be had: a stale one would
 		// leave the response stale until its next refresh.
 		res, err := s.load(cache.Revalidate(ctx), r)
@@ -382,13 +399,20 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 	})
 	if err != nil {
 		NoteFailure(ctx, err)
-		return e, err
+		return e, nil, err
 	}
 	NoteRead(ctx, e.FetchedAt, e.Stale)
 	if s.hot != nil && !e.Stale && s.fresh(e) {
-		s.hot.Set(full, e)
+		rep = s.enc.NewRep(e.Value, true)
+		s.hot.Set(full, hotEntry{Entry: e, rep: rep})
 	}
-	return e, nil
+	return e, rep, nil
+}
+
+// hotEntry is a rendered response in the hot store with its representation.
+type hotEntry struct {
+	cache.Entry
+	rep *httpcache.Rep
 }
 
 // fresh reports whether e is younger than the refresh point.

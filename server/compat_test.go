@@ -16,6 +16,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -289,7 +290,7 @@ func TestRESTShapeIsTelegramMe(t *testing.T) {
 // models require, so every optional value in them is missing.
 type sparsePages struct{}
 
-func (sparsePages) RenderedEntry(_ context.Context, _ string, _ origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, error) {
+func (sparsePages) RenderedRep(_ context.Context, _ string, _ origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
 	date := parser.Date{String: "2024-05-01T12:30:00+00:00", Unix: 1714566600}
 	footer := parser.Footer{Date: date}
 	page := &parser.Page{
@@ -306,7 +307,7 @@ func (sparsePages) RenderedEntry(_ context.Context, _ string, _ origin.Request, 
 		}},
 	}
 	b, err := render(pages.Result{Page: page, FetchedAt: time.Now()})
-	return cache.Entry{Value: b, FetchedAt: time.Now()}, err
+	return cache.Entry{Value: b, FetchedAt: time.Now()}, nil, err
 }
 
 // EncodeJSON writes pages, posts, more chunks and previews without

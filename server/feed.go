@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/parser"
 )
 
@@ -88,8 +89,21 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json; charset=utf-8")
-	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	hd.Set("Cache-Control", "no-store")
+	if h.enc.Compressible(len(b)) {
+		hd.Add("Vary", "Accept-Encoding")
+		// The compressed form is kept beside the build like the identity
+		// bytes, so the next client with the same query compresses nothing.
+		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
+			id := b
+			if b, err = h.feeds.Rendered(p, feedRenderKey(c), func() ([]byte, error) { return h.enc.Compress(c, id), nil }); err != nil {
+				h.failErr(w, r, err)
+				return
+			}
+			hd.Set("Content-Encoding", c.String())
+		}
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	_, _ = w.Write(b)
 }
 
@@ -166,6 +180,14 @@ func restMediaKinds() string {
 		names = append(names, strconv.Quote(string(k)))
 	}
 	return strings.Join(names, ", ")
+}
+
+// feedRenderKey names a coding's form of the REST feed answer.
+func feedRenderKey(c httpcache.Coding) string {
+	if c == httpcache.Zstd {
+		return "rest:v1:zstd"
+	}
+	return "rest:v1:gzip"
 }
 
 // restOrder reads a feed order as REST spells it: the feed's own names,

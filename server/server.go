@@ -23,6 +23,7 @@ import (
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feedformat"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -31,7 +32,9 @@ import (
 // PageService is what the REST handlers need from the page service;
 // *pages.Service is one.
 type PageService interface {
-	RenderedEntry(ctx context.Context, key string, r origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, error)
+	// RenderedRep's rep may be nil; the answer's ETag is then computed
+	// and its compressed form made per request.
+	RenderedRep(ctx context.Context, key string, r origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
 }
 
 // Defaults for the zero values of Config.
@@ -74,6 +77,9 @@ type Config struct {
 	CORSOrigins []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Encoder compresses answers by Accept-Encoding (REST GETs, POST
+	// /v1/feed and GraphQL); nil sends every answer uncompressed.
+	Encoder *httpcache.Encoder
 }
 
 // handler holds the configuration the routes share.
@@ -90,6 +96,7 @@ type handler struct {
 	idSeq       atomic.Uint64
 	graphQL     bool // Config.GraphQL is mounted at graphQLPath
 	publicURL   string
+	enc         *httpcache.Encoder
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -104,6 +111,7 @@ func New(cfg Config) http.Handler {
 		now:         cfg.Now,
 		graphQL:     cfg.GraphQL != nil,
 		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
+		enc:         cfg.Encoder,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -167,8 +175,9 @@ func New(cfg Config) http.Handler {
 	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
 	// OPTIONS is no exception: CORS preflights never reach the router.
 	if cfg.GraphQL != nil {
-		r.Get(graphQLPath, cfg.GraphQL.ServeHTTP)
-		r.Post(graphQLPath, cfg.GraphQL.ServeHTTP)
+		gql := cfg.Encoder.Handler(cfg.GraphQL)
+		r.Get(graphQLPath, gql.ServeHTTP)
+		r.Post(graphQLPath, gql.ServeHTTP)
 	}
 	if cfg.Widget != nil {
 		r.Get("/embed", cfg.Widget.ServeHTTP)
@@ -291,17 +300,14 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	e, err := h.previewEntry(r.Context(), ch)
-	if err != nil {
-		h.failErr(w, r, err)
-		return
-	}
-	h.writeEntry(w, e)
+	req := origin.Request{Kind: parser.KindPreview, Channel: ch}
+	h.serve(w, r, "preview", req, renderPreview)
 }
 
 func (h *handler) previewEntry(ctx context.Context, ch string) (cache.Entry, error) {
 	req := origin.Request{Kind: parser.KindPreview, Channel: ch}
-	return h.pages.RenderedEntry(ctx, renderKey("preview"), req, renderPreview)
+	e, _, err := h.pages.RenderedRep(ctx, renderKey("preview"), req, renderPreview)
+	return e, err
 }
 
 func renderPreview(res pages.Result) ([]byte, error) {
@@ -310,27 +316,54 @@ func renderPreview(res pages.Result) ([]byte, error) {
 
 // serve answers with the rendered bytes for req, from the cache when held.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
-	e, err := h.pages.RenderedEntry(r.Context(), renderKey(key), req, render)
+	e, rep, err := h.pages.RenderedRep(r.Context(), renderKey(key), req, render)
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	h.writeEntry(w, e)
+	h.writeEntry(w, r, e, rep)
 }
 
-// writeEntry writes cached response bytes as they are.
-func (h *handler) writeEntry(w http.ResponseWriter, e cache.Entry) {
+// writeEntry writes a cached answer in the coding Accept-Encoding picks,
+// or 304 when If-None-Match holds its ETag. rep, when the hot store kept
+// one, has the ETag and compressed forms ready; otherwise they are made
+// now.
+func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Entry, rep *httpcache.Rep) {
+	if rep == nil {
+		rep = h.enc.NewRep(e.Value, false)
+	}
+	ae := ""
+	if r.Method != http.MethodHead { // a HEAD gets the identity headers
+		ae = r.Header.Get("Accept-Encoding")
+	}
+	body, coding, etag, vary := h.enc.Select(rep, ae)
 	// This is every cache hit: the keys are canonical already, so they are
 	// assigned rather than passed through Header.Set's canonicalization.
 	// The values share one array, each slice capped at its one element so
 	// that an Add elsewhere copies rather than overwrites the next.
 	hd := w.Header()
-	v := &[3]string{"application/json; charset=utf-8", strconv.Itoa(len(e.Value)), h.cacheControl(e.FetchedAt, e.Stale)}
-	hd["Content-Type"] = v[0:1:1]
-	hd["Content-Length"] = v[1:2:2]
-	hd["Cache-Control"] = v[2:3:3]
+	v := &[6]string{h.cacheControl(e.FetchedAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
+	hd["Cache-Control"] = v[0:1:1]
+	hd["Etag"] = v[1:2:2]
+	if vary {
+		if old := hd["Vary"]; len(old) > 0 {
+			hd["Vary"] = append(old, v[2])
+		} else {
+			hd["Vary"] = v[2:3:3]
+		}
+	}
+	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	v[4] = strconv.Itoa(len(body))
+	hd["Content-Type"] = v[3:4:4]
+	hd["Content-Length"] = v[4:5:5]
+	if coding != httpcache.Identity {
+		hd["Content-Encoding"] = v[5:6:6]
+	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(e.Value)
+	_, _ = w.Write(body)
 }
 
 // cacheControl tells downstream caches what CACHE_MODE tells ours: keep an

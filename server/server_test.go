@@ -20,6 +20,7 @@ import (
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -66,6 +67,7 @@ type envOptions struct {
 	cors           []string           // server.Config.CORSOrigins
 	publicURL      string             // server.Config.PublicURL
 	originPages    fs.FS              // pages the fixture origin serves; nil = the recorded ones
+	encoder        *httpcache.Encoder // server.Config.Encoder and pages.Config.Encoder
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -104,9 +106,10 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			Refresh:  opts.refresh,
 			HotBytes: opts.hotBytes,
 			Now:      e.clock.Now,
+			Encoder:  opts.encoder,
 		})
 	}
-	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors, PublicURL: opts.publicURL}
+	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors, PublicURL: opts.publicURL, Encoder: opts.encoder}
 	if opts.feed {
 		src, ok := svc.(feed.PageSource)
 		if !ok {
@@ -664,7 +667,7 @@ func TestNoInputGives500(t *testing.T) {
 // panicking is a page service that panics, to exercise the last resort.
 type panicking struct{}
 
-func (panicking) RenderedEntry(context.Context, string, origin.Request, func(pages.Result) ([]byte, error)) (cache.Entry, error) {
+func (panicking) RenderedRep(context.Context, string, origin.Request, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
 	panic("boom")
 }
 

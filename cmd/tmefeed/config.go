@@ -51,6 +51,8 @@ type serveConfig struct {
 	Updater             bool          // UPDATER, --updater (on | off)
 	UpdaterConcurrency  int           // UPDATER_CONCURRENCY, --updater-concurrency
 	UpdaterTop          int           // UPDATER_TOP, --updater-top
+	Compression         bool          // COMPRESSION, --compression
+	CompressionMinBytes int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -89,6 +91,9 @@ var serveSettings = []setting{
 	{"UPDATER", "updater", "on", "on | off: refresh popular and subscribed channels' pages in the background, shortly before their refresh point"},
 	{"UPDATER_CONCURRENCY", "updater-concurrency", "16", "most origin fetches the background updater runs at once"},
 	{"UPDATER_TOP", "updater-top", "200", "most popular channels the updater keeps fresh (channels with a subscriber come on top)"},
+	{"COMPRESSION", "compression", "on", "on | off: compress answers with zstd or gzip as Accept-Encoding asks"},
+	{"COMPRESSION_MIN_BYTES", "compression-min-bytes", "1024", "smallest answer compressed, in bytes"},
+	{"DEMO", "demo", "false", "serve the built-in fixture pages instead of TME_ORIGIN (no network needed)"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -103,9 +108,15 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		if v, ok := lookup(getenv, s.env); ok {
 			def = v
 		}
+		if s.env == "DEMO" {
+			// A boolean flag, so that a bare --demo means true.
+			v := def
+			vals[s.env] = &v
+			fs.BoolFunc(s.flag, s.usage+" ($"+s.env+")", func(b string) error { v = b; return nil })
+			continue
+		}
 		vals[s.env] = fs.String(s.flag, def, s.usage+" ($"+s.env+")")
 	}
-	demo := fs.Bool("demo", false, "serve the built-in fixture pages instead of t.me (no network needed)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: tmefeed serve [flags]")
 		fs.PrintDefaults()
@@ -129,7 +140,7 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		}
 	})
 
-	cfg := serveConfig{Demo: *demo}
+	var cfg serveConfig
 	var errs []error
 	bad := func(env string, err error) {
 		errs = append(errs, fmt.Errorf("%s=%q: %w", origin[env], *vals[env], err))
@@ -220,6 +231,19 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	}
 	if cfg.UpdaterTop, err = strconv.Atoi(*vals["UPDATER_TOP"]); err != nil || cfg.UpdaterTop < 1 || cfg.UpdaterTop > 100000 {
 		bad("UPDATER_TOP", errors.New("want a whole number from 1 to 100000"))
+	}
+	switch *vals["COMPRESSION"] {
+	case "on":
+		cfg.Compression = true
+	case "off":
+	default:
+		bad("COMPRESSION", errors.New("want on or off"))
+	}
+	if cfg.CompressionMinBytes, err = strconv.Atoi(*vals["COMPRESSION_MIN_BYTES"]); err != nil || cfg.CompressionMinBytes < 1 || cfg.CompressionMinBytes > 1<<30 {
+		bad("COMPRESSION_MIN_BYTES", errors.New("want a whole number of bytes, at least 1"))
+	}
+	if cfg.Demo, err = strconv.ParseBool(*vals["DEMO"]); err != nil {
+		bad("DEMO", errors.New("want true or false"))
 	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		BreakerFailures: 5, BreakerCoolDown: 10 * time.Second, RetryBudget: 0.2, NegativeTTL: 5 * time.Second,
 		GraphQLTimeout: 10 * time.Second, GraphQLMaxMB: 32,
 		FrameAncestors: "*", EmbedPoll: 15 * time.Second,
+		Compression: true, CompressionMinBytes: 1024,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -91,6 +93,17 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		{[]string{"--graphql-max-response-mb", "0"}, nil, []string{"--graphql-max-response-mb"}},
 		{nil, map[string]string{"GRAPHQL_MAX_EXPENSIVE": "-1"}, []string{"$GRAPHQL_MAX_EXPENSIVE"}},
 		{[]string{"extra"}, nil, []string{"extra"}},
+		{nil, map[string]string{"PORT": "-1"}, []string{"$PORT"}},
+		{nil, map[string]string{"MEMORY_CACHE_MAX_MB": "-64"}, []string{"$MEMORY_CACHE_MAX_MB"}},
+		{nil, map[string]string{"MEMORY_LIMIT_MB": "1.5"}, []string{"$MEMORY_LIMIT_MB"}},
+		{nil, map[string]string{"TME_FALLBACK_ORIGIN": "ftp://telegram.me"}, []string{"$TME_FALLBACK_ORIGIN"}},
+		{nil, map[string]string{"VALKEY_TIMEOUT": "250"}, []string{"$VALKEY_TIMEOUT", "duration"}},
+		{nil, map[string]string{"FEED_MAX_CHANNELS": "1e3"}, []string{"$FEED_MAX_CHANNELS"}},
+		{nil, map[string]string{"GRAPHQL_INTROSPECTION": "yes please"}, []string{"$GRAPHQL_INTROSPECTION"}},
+		{nil, map[string]string{"COMPRESSION": "brotli"}, []string{"$COMPRESSION", "on or off"}},
+		{[]string{"--compression-min-bytes", "-1"}, nil, []string{"--compression-min-bytes"}},
+		{nil, map[string]string{"COMPRESSION_MIN_BYTES": "1k"}, []string{"$COMPRESSION_MIN_BYTES"}},
+		{nil, map[string]string{"DEMO": "maybe"}, []string{"$DEMO"}},
 	}
 	for _, c := range cases {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
@@ -121,6 +134,33 @@ func TestReadmeListsEverySetting(t *testing.T) {
 		row := "| `" + s.env + "` | `--" + s.flag + "` | " + def + " |"
 		if !strings.Contains(readme, row) {
 			t.Errorf("README has no settings row starting %q", row)
+		}
+	}
+}
+
+func TestServeConfigCompressionAndDemo(t *testing.T) {
+	cfg, err := parseServeConfig(nil, env(map[string]string{"COMPRESSION": "off", "COMPRESSION_MIN_BYTES": "4096", "DEMO": "true"}), io.Discard)
+	if err != nil || cfg.Compression || cfg.CompressionMinBytes != 4096 || !cfg.Demo {
+		t.Errorf("from env: %+v, %v", cfg, err)
+	}
+	cfg, err = parseServeConfig([]string{"--compression=on", "--demo=false"}, env(map[string]string{"COMPRESSION": "off", "DEMO": "1"}), io.Discard)
+	if err != nil || !cfg.Compression || cfg.Demo {
+		t.Errorf("flags over env: %+v, %v", cfg, err)
+	}
+}
+
+// .env.example lists every setting with its default, uncommented only
+// where a value is needed to run (none are).
+func TestEnvExampleListsEverySetting(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", ".env.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for _, s := range serveSettings {
+		want := "# " + s.env + "=" + s.def
+		if !slices.Contains(lines, want) {
+			t.Errorf(".env.example has no line %q", want)
 		}
 	}
 }

@@ -3,6 +3,8 @@
 //	tmefeed serve [--demo] [flags]     run the API (see `tmefeed serve -h`)
 //	tmefeed fixtures [flags]           run the fixture origin standalone
 //	tmefeed parse [--kind K] FILE|-    print a saved t.me page as the API's JSON
+//	tmefeed healthcheck [flags]        exit 0 when a running server's /healthz answers 200
+//	tmefeed bench <what> [flags]       performance figures against a baseline of the same run
 package main
 
 import (
@@ -22,6 +24,8 @@ usage:
   tmefeed serve [--demo] [flags]     run the API; --demo serves built-in pages, no network needed
   tmefeed fixtures [flags]           run the fixture origin (t.me's paths, recorded pages) standalone
   tmefeed parse [--kind K] FILE|-    print a saved t.me page as the API's JSON
+  tmefeed healthcheck [flags]        exit 0 when a running server's /healthz answers 200 (Docker HEALTHCHECK)
+  tmefeed bench <what> [flags]       performance figures: parse, audit, coalescing, memory
 
 Run "tmefeed <command> -h" for the flags of a command.
 `
@@ -65,6 +69,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runFixtures(ctx, args[1:], stderr)
 	case "parse":
 		return runParse(args[1:], stdin, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], getenv, stdout, stderr)
+	case "healthcheck":
+		return runHealthcheck(ctx, args[1:], getenv, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

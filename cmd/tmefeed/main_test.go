@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -150,5 +153,80 @@ func TestUnknownCommand(t *testing.T) {
 	var errOut bytes.Buffer
 	if err := run(context.Background(), []string{"frobnicate"}, nil, io.Discard, &errOut, env(nil)); err == nil || !strings.Contains(errOut.String(), "usage") {
 		t.Errorf("err %v, stderr %q", err, errOut.String())
+	}
+}
+
+// runMain runs tmefeed with args and extra environment in a child process
+// and returns its exit status and stderr.
+func runMain(t *testing.T, args string, env ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), append([]string{"TMEFEED_TEST_RUN_MAIN=1", "TMEFEED_TEST_ARGS=" + args}, env...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stderr.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), stderr.String()
+	}
+	t.Fatal(err)
+	return 0, ""
+}
+
+// A bad setting stops serve before it listens: exit status 1 and one line
+// per bad value naming where it came from and what is wanted.
+func TestServeExitsOnBadSettings(t *testing.T) {
+	code, stderr := runMain(t, "serve --port 0 --compression-min-bytes -5",
+		"MEMORY_CACHE_MAX_MB=-1", "CACHE_MODE=turbo", "TME_ORIGIN=not a url", "LOG_FORMAT=xml")
+	if code != 1 {
+		t.Errorf("exit status %d, want 1; stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		`--compression-min-bytes="-5": want a whole number of bytes`,
+		`$MEMORY_CACHE_MAX_MB="-1": want a whole number of MiB`,
+		`$CACHE_MODE="turbo": want off, normal or aggressive`,
+		`$TME_ORIGIN="not a url": want an http(s) URL`,
+		`$LOG_FORMAT="xml": want text or json`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "listening") {
+		t.Errorf("serve started despite bad settings:\n%s", stderr)
+	}
+}
+
+// The image's HEALTHCHECK: exit 0 against a healthy server, non-zero with
+// a reason against one that answers otherwise or not at all.
+func TestHealthcheck(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+		}
+	}))
+	defer ok.Close()
+	if code, stderr := runMain(t, "healthcheck --url "+ok.URL+"/healthz"); code != 0 {
+		t.Errorf("healthy server: exit %d: %s", code, stderr)
+	}
+	if code, stderr := runMain(t, "healthcheck --url "+ok.URL+"/elsewhere"); code != 1 || !strings.Contains(stderr, "404") {
+		t.Errorf("404: exit %d: %s", code, stderr)
+	}
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	defer hang.CloseClientConnections()
+	if code, stderr := runMain(t, "healthcheck --timeout 200ms --url "+hang.URL+"/healthz"); code != 1 || !strings.Contains(stderr, "deadline") {
+		t.Errorf("hanging server: exit %d: %s", code, stderr)
+	}
+	port := strings.TrimPrefix(ok.URL, "http://127.0.0.1:")
+	if code, stderr := runMain(t, "healthcheck", "PORT="+port); code != 0 {
+		t.Errorf("PORT=%s: exit %d: %s", port, code, stderr)
 	}
 }

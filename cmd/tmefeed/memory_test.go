@@ -40,6 +40,12 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// The command itself, for tests of the process (exit status, stderr).
+	if os.Getenv("TMEFEED_TEST_RUN_MAIN") == "1" {
+		os.Args = append([]string{"tmefeed"}, strings.Fields(os.Getenv("TMEFEED_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
@@ -162,6 +163,11 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		return nil, err
 	}
 	st.pageCache = pageCache
+	enc, err := httpcache.New(httpcache.Config{Off: !cfg.Compression, MinBytes: cfg.CompressionMinBytes})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
 	ocfg := origin.Config{
 		BaseURL:         originURL,
 		FallbackURL:     fallbackURL,
@@ -184,6 +190,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Refresh:     cfg.Refresh,
 		HotBytes:    st.budget.Hot,
 		ParsedBytes: st.budget.Parsed,
+		Encoder:     enc,
 	})
 	// Live updates: with Valkey, events found by the process that fetched
 	// a changed page reach every process's subscribers through pub/sub.
@@ -241,6 +248,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		PublicURL:  cfg.PublicURL,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins: splitList(cfg.CORSOrigins),
+		Encoder:     enc,
 	})
 	log.Info("memory", "budget_mb", cfg.MemoryMaxMB, "split", st.budget, "go_memory_limit_mb", debug.SetMemoryLimit(-1)>>20)
 	return st, nil

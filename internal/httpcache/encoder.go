@@ -1,0 +1,144 @@
+package httpcache
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/tmefeed/tmefeed/internal/memsize"
+)
+
+// DefaultMinBytes is the smallest answer compressed: below about a
+// kilobyte the coding's framing and the client's work outweigh the bytes
+// saved.
+const DefaultMinBytes = 1024
+
+// Config configures an Encoder.
+type Config struct {
+	// Off sends every answer as it is (no Content-Encoding, no Vary).
+	Off bool
+	// MinBytes is the smallest answer compressed; 0 means DefaultMinBytes.
+	MinBytes int
+}
+
+// Encoder compresses answers; it is safe for concurrent use and holds no
+// goroutines. A nil *Encoder compresses nothing.
+type Encoder struct {
+	min  int
+	zenc *zstd.Encoder
+	gz   sync.Pool // *gzip.Writer
+}
+
+// New returns an Encoder, or nil when cfg.Off.
+func New(cfg Config) (*Encoder, error) {
+	if cfg.Off {
+		return nil, nil
+	}
+	if cfg.MinBytes < 0 {
+		return nil, fmt.Errorf("httpcache: MinBytes %d is negative", cfg.MinBytes)
+	}
+	if cfg.MinBytes == 0 {
+		cfg.MinBytes = DefaultMinBytes
+	}
+	// The window stays within the 8 MiB RFC 9659 lets HTTP clients refuse
+	// beyond; answers are smaller, so each is one frame.
+	zenc, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedDefault),
+		zstd.WithEncoderConcurrency(0),
+		zstd.WithWindowSize(1<<23),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("httpcache: zstd encoder: %w", err)
+	}
+	zenc.EncodeAll(nil, nil) // set up now rather than on the first answer
+	return &Encoder{min: cfg.MinBytes, zenc: zenc}, nil
+}
+
+// Compressible reports whether an answer of n bytes is sent compressed to
+// a client that accepts a coding (and so varies by Accept-Encoding).
+func (e *Encoder) Compressible(n int) bool { return e != nil && n >= e.min }
+
+// Compress returns b in coding c, in a new slice of exactly its length.
+// Identity returns b itself.
+func (e *Encoder) Compress(c Coding, b []byte) []byte {
+	switch c {
+	case Zstd:
+		out := e.zenc.EncodeAll(b, make([]byte, 0, len(b)/4+64))
+		return out[:len(out):len(out)]
+	case Gzip:
+		var buf bytes.Buffer
+		buf.Grow(len(b)/4 + 64)
+		zw, _ := e.gz.Get().(*gzip.Writer)
+		if zw == nil {
+			zw, _ = gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+		} else {
+			zw.Reset(&buf)
+		}
+		_, _ = zw.Write(b) // a bytes.Buffer does not fail
+		_ = zw.Close()
+		e.gz.Put(zw)
+		return bytes.Clone(buf.Bytes())
+	}
+	return b
+}
+
+// Rep is an answer's bytes with its validator and, when it is worth
+// compressing, its compressed forms, made once: a cache holding a Rep
+// serves every coding without compressing. It must not be modified.
+type Rep struct {
+	Body []byte // identity
+	ETag string // strong, of Body
+	weak string // ETag as the compressed forms' weak tag
+	gzip []byte // nil when not kept
+	zstd []byte
+}
+
+// NewRep returns body's representation. With forms set (and a non-nil
+// Encoder) the compressed forms are made now, to be kept with it;
+// otherwise they are made per request by Select.
+func (e *Encoder) NewRep(body []byte, forms bool) *Rep {
+	tag := ETag(body)
+	r := &Rep{Body: body, ETag: tag, weak: Weak(tag)}
+	if forms && e.Compressible(len(body)) {
+		r.gzip = e.Compress(Gzip, body)
+		r.zstd = e.Compress(Zstd, body)
+	}
+	return r
+}
+
+// Size is the heap a Rep holds beyond its Body (which the entry it is
+// made from already holds): the struct, its tag and compressed forms.
+func (r *Rep) Size() int64 {
+	return memsize.Alloc(int(unsafe.Sizeof(*r))) + memsize.String(len(r.ETag)) + memsize.String(len(r.weak)) +
+		memsize.Alloc(cap(r.gzip)) + memsize.Alloc(cap(r.zstd))
+}
+
+// Kept reports whether the compressed forms are held.
+func (r *Rep) Kept() bool { return r.gzip != nil }
+
+// Select returns what to send for a request accepting acceptEncoding (a
+// HEAD is passed as "", so it gets the identity headers): the bytes,
+// their coding and their ETag — weak for a compressed form, whose bytes
+// are not the identity form's. vary reports that the answer depends on
+// Accept-Encoding. A form not kept is compressed now.
+func (e *Encoder) Select(r *Rep, acceptEncoding string) (body []byte, c Coding, etag string, vary bool) {
+	if !e.Compressible(len(r.Body)) {
+		return r.Body, Identity, r.ETag, false
+	}
+	switch c = Negotiate(acceptEncoding); c {
+	case Zstd:
+		body = r.zstd
+	case Gzip:
+		body = r.gzip
+	default:
+		return r.Body, Identity, r.ETag, true
+	}
+	if body == nil {
+		body = e.Compress(c, r.Body)
+	}
+	return body, c, r.weak, true
+}

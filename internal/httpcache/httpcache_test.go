@@ -1,0 +1,236 @@
+package httpcache_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/tmefeed/tmefeed/internal/httpcache"
+)
+
+func TestNegotiate(t *testing.T) {
+	cases := []struct {
+		field string
+		want  httpcache.Coding
+	}{
+		{"", httpcache.Identity},
+		{"identity", httpcache.Identity},
+		{"gzip", httpcache.Gzip},
+		{"GZIP", httpcache.Gzip},
+		{"x-gzip", httpcache.Gzip},
+		{"zstd", httpcache.Zstd},
+		{"gzip, deflate, br, zstd", httpcache.Zstd}, // what browsers send: zstd first at equal weight
+		{"gzip;q=1.0, zstd;q=0.5", httpcache.Gzip},
+		{"zstd;q=0.2, gzip;q=0.1", httpcache.Zstd},
+		{"zstd;q=0, gzip", httpcache.Gzip},
+		{"gzip;q=0", httpcache.Identity},
+		{"gzip;q=0, zstd;q=0", httpcache.Identity},
+		{"*", httpcache.Zstd},
+		{"*;q=0.5, zstd;q=0", httpcache.Gzip},
+		{"gzip;q=0.8, *;q=0", httpcache.Gzip},
+		{"br", httpcache.Identity},
+		{"identity;q=0", httpcache.Identity}, // nothing else acceptable: identity rather than 406
+		{"gzip;q=banana", httpcache.Identity},
+		{"gzip;q=2", httpcache.Identity},
+		{" gzip ; q=0.5 , zstd ; q=0.4", httpcache.Gzip},
+	}
+	for _, c := range cases {
+		if got := httpcache.Negotiate(c.field); got != c.want {
+			t.Errorf("Negotiate(%q) = %v, want %v", c.field, got, c.want)
+		}
+	}
+}
+
+func TestNoneMatch(t *testing.T) {
+	const tag = `"abc"`
+	cases := []struct {
+		field string
+		want  bool
+	}{
+		{"", false},
+		{`"abc"`, true},
+		{`W/"abc"`, true}, // weak comparison: a weak tag of the same content matches
+		{`"xyz"`, false},
+		{`"xyz", "abc"`, true},
+		{`"xyz",W/"abc"`, true},
+		{`"a,b", "abc"`, true}, // a comma inside a tag does not split it
+		{`"a,b"`, false},
+		{`*`, true},
+		{`abc`, false}, // unquoted: not an entity tag
+		{`"abc`, false},
+		{`"ab"`, false},
+		{`"abcd"`, false},
+	}
+	for _, c := range cases {
+		if got := httpcache.NoneMatch(c.field, tag); got != c.want {
+			t.Errorf("NoneMatch(%q, %s) = %v, want %v", c.field, tag, got, c.want)
+		}
+	}
+	if !httpcache.NoneMatch(`"abc"`, `W/"abc"`) {
+		t.Error("a strong tag in the field does not match the weak tag of the answer")
+	}
+}
+
+func TestETag(t *testing.T) {
+	a, b := httpcache.ETag([]byte("hello")), httpcache.ETag([]byte("hellO"))
+	if a == b || !strings.HasPrefix(a, `"`) || !strings.HasSuffix(a, `"`) || len(a) != 34 {
+		t.Errorf("tags %s %s", a, b)
+	}
+	if httpcache.ETag([]byte("hel"), []byte("lo")) != a {
+		t.Error("the tag depends on how the bytes are split")
+	}
+	if httpcache.Weak(a) != "W/"+a || httpcache.Weak(httpcache.Weak(a)) != "W/"+a {
+		t.Error("Weak")
+	}
+}
+
+func newEncoder(t *testing.T, min int) *httpcache.Encoder {
+	t.Helper()
+	e, err := httpcache.New(httpcache.Config{MinBytes: min})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// decode undoes a coding, failing the test if the bytes are not in it.
+func decode(t *testing.T, c string, b []byte) []byte {
+	t.Helper()
+	switch c {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	case "zstd":
+		zr, err := zstd.NewReader(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		out, err := zr.DecodeAll(b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	case "":
+		return b
+	}
+	t.Fatalf("unknown coding %q", c)
+	return nil
+}
+
+func TestSelectKeptAndMadeForms(t *testing.T) {
+	e := newEncoder(t, 100)
+	body := bytes.Repeat([]byte(`{"text":"a post"},`), 100)
+	for _, kept := range []bool{true, false} {
+		rep := e.NewRep(body, kept)
+		if rep.Kept() != kept {
+			t.Errorf("kept %v: Kept() = %v", kept, rep.Kept())
+		}
+		for _, c := range []httpcache.Coding{httpcache.Zstd, httpcache.Gzip} {
+			b, got, tag, vary := e.Select(rep, c.String())
+			if got != c || !vary || tag != "W/"+rep.ETag || len(b) >= len(body)/4 {
+				t.Errorf("kept %v, %v: coding %v, tag %s, vary %v, %d bytes", kept, c, got, tag, vary, len(b))
+			}
+			if !bytes.Equal(decode(t, c.String(), b), body) {
+				t.Errorf("kept %v, %v: does not decode to the body", kept, c)
+			}
+		}
+		b, got, tag, vary := e.Select(rep, "")
+		if got != httpcache.Identity || tag != rep.ETag || !vary || !bytes.Equal(b, body) {
+			t.Errorf("identity: %v %s %v", got, tag, vary)
+		}
+	}
+	small := e.NewRep([]byte(`{"small":true}`), true)
+	if b, got, _, vary := e.Select(small, "gzip"); got != httpcache.Identity || vary || string(b) != `{"small":true}` || small.Kept() {
+		t.Errorf("small answer: %v, vary %v", got, vary)
+	}
+	var off *httpcache.Encoder
+	if _, got, _, vary := off.Select(off.NewRep(body, true), "zstd"); got != httpcache.Identity || vary {
+		t.Errorf("no encoder: %v, vary %v", got, vary)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	e := newEncoder(t, 100)
+	big := strings.Repeat(`{"data":"x"}`, 50)
+	h := e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := big
+		switch r.URL.Path {
+		case "/small":
+			body = `{"data":1}`
+		case "/304":
+			w.Header().Set("ETag", `"t"`)
+			w.WriteHeader(http.StatusNotModified)
+			return
+		case "/400":
+			w.WriteHeader(http.StatusBadRequest)
+		case "/unknown-length":
+			w.Header().Set("ETag", `"t"`)
+			_, _ = io.WriteString(w, body[:10])
+			_, _ = io.WriteString(w, body[10:])
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = io.WriteString(w, body)
+	}))
+	cases := []struct {
+		method, path, ae string
+		wantCE           string
+		wantVary         bool
+		status           int
+	}{
+		{"GET", "/", "gzip", "gzip", true, 200},
+		{"POST", "/", "zstd, gzip", "zstd", true, 200},
+		{"GET", "/", "", "", true, 200},
+		{"GET", "/", "zstd;q=0", "", true, 200},
+		{"GET", "/unknown-length", "gzip", "gzip", true, 200},
+		{"HEAD", "/", "gzip", "", true, 200},
+		{"GET", "/small", "gzip", "", false, 200},
+		{"GET", "/304", "gzip", "", false, 304},
+		{"GET", "/400", "gzip", "", false, 400},
+	}
+	for _, c := range cases {
+		req := httptest.NewRequest(c.method, c.path, nil)
+		if c.ae != "" {
+			req.Header.Set("Accept-Encoding", c.ae)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		ce := rec.Header().Get("Content-Encoding")
+		vary := rec.Header().Get("Vary") == "Accept-Encoding"
+		if rec.Code != c.status || ce != c.wantCE || vary != c.wantVary {
+			t.Errorf("%s %s AE %q: status %d, Content-Encoding %q, Vary %q", c.method, c.path, c.ae, rec.Code, ce, rec.Header().Get("Vary"))
+			continue
+		}
+		if c.status != 200 || c.method == "HEAD" {
+			continue
+		}
+		if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(rec.Body.Len()) {
+			t.Errorf("%s %s AE %q: Content-Length %s for %d bytes", c.method, c.path, c.ae, cl, rec.Body.Len())
+		}
+		want := big
+		if c.path == "/small" {
+			want = `{"data":1}`
+		}
+		if got := decode(t, ce, rec.Body.Bytes()); string(got) != want {
+			t.Errorf("%s %s AE %q: body does not decode to the answer", c.method, c.path, c.ae)
+		}
+		if c.path == "/unknown-length" && ce != "" && rec.Header().Get("ETag") != `W/"t"` {
+			t.Errorf("compressed answer keeps a strong ETag %q", rec.Header().Get("ETag"))
+		}
+	}
+}
