@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fault"
+	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -63,6 +65,21 @@ type Config struct {
 	CORSOrigins []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Metrics, when set, is updated per request and served at /metrics.
+	Metrics *metrics.Registry
+	// RequestLog, when set, writes the request lines instead of Logger
+	// (which still decides the level): a writer that formats them by hand
+	// costs less than a generic slog handler on every request.
+	RequestLog func(context.Context, RequestLine)
+	// Ready are the checks of /readyz; none means always ready.
+	Ready []ReadyCheck
+	// RateLimitRPM is the requests per minute one client may make to the
+	// API routes (RATE_LIMIT_RPM); 0 means no limit.
+	RateLimitRPM int
+	// TrustedProxies are the peers whose X-Forwarded-For / X-Real-IP name
+	// the client (TRUSTED_PROXIES); from any other peer they are ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // handler holds the configuration the routes share.
@@ -78,6 +95,10 @@ type handler struct {
 	idPrefix    string
 	idSeq       atomic.Uint64
 	graphQL     bool // Config.GraphQL is mounted at graphQLPath
+	metrics     *metrics.HTTP
+	requestLog  func(context.Context, RequestLine)
+	ready       []ReadyCheck
+	trusted     []netip.Prefix
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -91,6 +112,12 @@ func New(cfg Config) http.Handler {
 		concurrency: cfg.PreviewsConcurrency,
 		now:         cfg.Now,
 		graphQL:     cfg.GraphQL != nil,
+		requestLog:  cfg.RequestLog,
+		ready:       cfg.Ready,
+		trusted:     cfg.TrustedProxies,
+	}
+	if cfg.Metrics != nil {
+		h.metrics = cfg.Metrics.HTTP
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -138,22 +165,36 @@ func New(cfg Config) http.Handler {
 		h.fail(w, r, apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: clip(r.Method) + " is not allowed here; allowed: " + strings.Join(allow, ", ")})
 	})
 
+	// Probes and scrapes are never rate limited.
 	r.Get("/healthz", h.healthz)
-	r.Get("/v1/body/{channel}", h.body)
-	r.Get("/v1/post/{channel}/{id}", h.post)
-	r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
-	r.Get("/v1/preview/{channel}", h.preview)
-	r.Post("/v1/previews", h.previews)
-	if cfg.Feed != nil {
-		r.Post("/v1/feed", h.feed)
+	r.Get("/readyz", h.readyz)
+	if cfg.Metrics != nil {
+		r.Get("/metrics", cfg.Metrics.Handler().ServeHTTP)
 	}
-	// Mount points take only the methods they serve, so that any other
-	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
-	// OPTIONS is no exception: CORS preflights never reach the router.
-	if cfg.GraphQL != nil {
-		r.Get(graphQLPath, cfg.GraphQL.ServeHTTP)
-		r.Post(graphQLPath, cfg.GraphQL.ServeHTTP)
-	}
+	// The API routes, behind the per-client rate limit when there is one.
+	// A group's middleware runs after routing, so refusals are counted
+	// under their route, and with no limit nothing is added.
+	r.Group(func(r chi.Router) {
+		if cfg.RateLimitRPM > 0 {
+			r.Use(h.newRateLimit(cfg.RateLimitRPM))
+		}
+		r.Get("/v1/body/{channel}", h.body)
+		r.Get("/v1/post/{channel}/{id}", h.post)
+		r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
+		r.Get("/v1/preview/{channel}", h.preview)
+		r.Post("/v1/previews", h.previews)
+		if cfg.Feed != nil {
+			r.Post("/v1/feed", h.feed)
+		}
+		// Mount points take only the methods they serve, so that any other
+		// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
+		// OPTIONS is no exception: CORS preflights never reach the router.
+		if cfg.GraphQL != nil {
+			r.Get(graphQLPath, cfg.GraphQL.ServeHTTP)
+			r.Post(graphQLPath, cfg.GraphQL.ServeHTTP)
+		}
+	})
+	// The playground's page and assets are static: not limited.
 	if cfg.Playground != nil {
 		r.Get("/", cfg.Playground.ServeHTTP)
 		// The playground page again, and its embedded JavaScript and CSS.
@@ -271,12 +312,7 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	e, err := h.previewEntry(r.Context(), ch)
-	if err != nil {
-		h.failErr(w, r, err)
-		return
-	}
-	h.writeEntry(w, e)
+	h.serve(w, r, "preview", origin.Request{Kind: parser.KindPreview, Channel: ch}, renderPreview)
 }
 
 func (h *handler) previewEntry(ctx context.Context, ch string) (cache.Entry, error) {
@@ -290,11 +326,16 @@ func renderPreview(res pages.Result) ([]byte, error) {
 
 // serve answers with the rendered bytes for req, from the cache when held.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
-	e, err := h.pages.RenderedEntry(r.Context(), renderKey(key), req, render)
+	info := requestInfo(r.Context())
+	e, err := h.pages.RenderedEntry(r.Context(), renderKey(key), req, func(res pages.Result) ([]byte, error) {
+		info.markRendered()
+		return render(res)
+	})
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
+	info.noteEntry(e.Stale)
 	h.writeEntry(w, e)
 }
 
