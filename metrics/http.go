@@ -148,8 +148,8 @@ func (h *HTTP) Route(pattern string) *Route {
 }
 
 // Operation returns the series of a GraphQL operation name: "" is
-// OperationAnonymous; past MaxOperations names, or for a name longer than
-// maxOperationName, OperationOther. Only names of documents that passed
+// OperationAnonymous (always kept); past MaxOperations names, or for a
+// name longer than maxOperationName, OperationOther. Only names of documents that passed
 // the limits should come here.
 func (h *HTTP) Operation(opName string) *Operation {
 	switch {
@@ -167,7 +167,7 @@ func (h *HTTP) Operation(opName string) *Operation {
 	if o, ok := old[opName]; ok {
 		return o
 	}
-	if len(old) >= MaxOperations && opName != OperationOther {
+	if len(old) >= MaxOperations && opName != OperationOther && opName != OperationAnonymous {
 		if o, ok := old[OperationOther]; ok {
 			return o
 		}

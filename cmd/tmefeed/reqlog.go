@@ -109,15 +109,14 @@ func appendRFC3339Millis(b []byte, t time.Time) []byte {
 const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string, escaped as slog's JSON
-// handler does (HTML-sensitive characters included; invalid UTF-8 becomes
-// U+FFFD).
+// handler does (invalid UTF-8 becomes U+FFFD).
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' {
 				i++
 				continue
 			}
