@@ -326,6 +326,17 @@ func TestReadyz(t *testing.T) {
 	if status, _, _ := s.do(t, http.MethodGet, "/v1/body/tmefeed_news", ""); status != http.StatusOK {
 		t.Fatalf("body with Valkey up: %d", status)
 	}
+	// The Valkey tier's hooks feed the cache series.
+	m := s.scrape(t)
+	if v := value(m, "tmefeed_cache_lease_total", "outcome", "won"); v < 1 {
+		t.Errorf("leases won: %v, want the cold load's", v)
+	}
+	if v := value(m, "tmefeed_cache_misses_total"); v < 1 {
+		t.Errorf("cache misses: %v", v)
+	}
+	if v := value(m, "tmefeed_breaker_state", "breaker", "valkey"); v != 0 {
+		t.Errorf("valkey breaker state %v, want 0 (closed)", v)
+	}
 
 	rs.Stop()
 	status, r := ready()
