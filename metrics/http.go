@@ -61,7 +61,8 @@ type HTTP struct {
 	limited    *prometheus.CounterVec   // route
 	opRequests *prometheus.CounterVec   // operation, code
 	opDuration *prometheus.HistogramVec // operation
-	inFlight   prometheus.Gauge
+	inFlight   atomic.Int64 // read at scrape time by inFlightGauge
+	inFlightG  prometheus.GaugeFunc
 
 	mu     sync.Mutex                        // serializes adding to the maps below
 	routes atomic.Pointer[map[string]*Route] // copied on write: read without a lock
@@ -96,23 +97,25 @@ func newHTTP() *HTTP {
 			Help:    "Time to answer a GraphQL operation, by operation name.",
 			Buckets: requestBuckets,
 		}, []string{"operation"}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: name("http", "requests_in_flight"),
-			Help: "HTTP requests being served.",
-		}),
 	}
+	// An integer add per request rather than a float gauge's
+	// compare-and-swap loop, which two cores contend on.
+	h.inFlightG = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: name("http", "requests_in_flight"),
+		Help: "HTTP requests being served.",
+	}, func() float64 { return float64(h.inFlight.Load()) })
 	h.routes.Store(&map[string]*Route{})
 	h.ops.Store(&map[string]*Operation{})
 	return h
 }
 
 func (h *HTTP) register(reg *prometheus.Registry) {
-	reg.MustRegister(h.requests, h.duration, h.cache, h.limited, h.opRequests, h.opDuration, h.inFlight)
+	reg.MustRegister(h.requests, h.duration, h.cache, h.limited, h.opRequests, h.opDuration, h.inFlightG)
 }
 
 // Begin counts a request in flight; End counts it out.
-func (h *HTTP) Begin() { h.inFlight.Inc() }
-func (h *HTTP) End()   { h.inFlight.Dec() }
+func (h *HTTP) Begin() { h.inFlight.Add(1) }
+func (h *HTTP) End()   { h.inFlight.Add(-1) }
 
 // Route returns the series of a route pattern ("" for a request no route
 // matched). Patterns come from the router, so there are few of them.

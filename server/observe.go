@@ -106,6 +106,9 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		}
 		if h.metrics != nil {
 			h.metrics.Begin()
+			// Deferred: a handler aborting with http.ErrAbortHandler
+			// skips the rest of this function.
+			defer h.metrics.End()
 		}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
@@ -118,7 +121,6 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		}
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if h.metrics != nil {
-			h.metrics.End()
 			h.metrics.Route(route).Observe(status, dur, info.cache)
 			if info.hasOp {
 				h.metrics.Operation(info.operation).Observe(status, dur)

@@ -88,6 +88,8 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		{nil, map[string]string{"GRAPHQL_TIMEOUT": "0"}, []string{"$GRAPHQL_TIMEOUT"}},
 		{[]string{"--graphql-max-response-mb", "0"}, nil, []string{"--graphql-max-response-mb"}},
 		{nil, map[string]string{"GRAPHQL_MAX_EXPENSIVE": "-1"}, []string{"$GRAPHQL_MAX_EXPENSIVE"}},
+		{nil, map[string]string{"RATE_LIMIT_RPM": "-1", "TRUSTED_PROXIES": "10.0.0.0/8, 10.0.0.0/33"}, []string{"$RATE_LIMIT_RPM", "$TRUSTED_PROXIES", "10.0.0.0/33"}},
+		{[]string{"--rate-limit-rpm", "many", "--trusted-proxies", "proxy.local"}, nil, []string{"--rate-limit-rpm", "--trusted-proxies", "proxy.local"}},
 		{[]string{"extra"}, nil, []string{"extra"}},
 	}
 	for _, c := range cases {

@@ -224,7 +224,9 @@ func TestMetricsAfterScriptedRun(t *testing.T) {
 		{"cache misses", value(after, "tmefeed_cache_misses_total"), func(v float64) bool { return v >= 2 }},
 		{"hot store bytes", value(after, "tmefeed_store_bytes", "store", "hot"), func(v float64) bool { return v > 0 }},
 		{"page bytes", value(after, "tmefeed_store_bytes", "store", "pages"), func(v float64) bool { return v > 0 }},
-		{"in flight: the scrape itself", value(after, "tmefeed_http_requests_in_flight"), func(v float64) bool { return v == 1 }},
+		// The scrape itself is in flight; an earlier request's handler may
+		// still be returning after its client read the whole answer.
+		{"in flight: the scrape itself", value(after, "tmefeed_http_requests_in_flight"), func(v float64) bool { return v >= 1 && v <= 2 }},
 		{"origin breaker closed", value(after, "tmefeed_breaker_state", "breaker", "origin"), func(v float64) bool { return v == 0 }},
 		{"origin last answer", value(after, "tmefeed_origin_last_answer_timestamp_seconds"), func(v float64) bool { return v > float64(time.Now().Add(-time.Minute).Unix()) }},
 	}
