@@ -61,7 +61,7 @@ type HTTP struct {
 	limited    *prometheus.CounterVec   // route
 	opRequests *prometheus.CounterVec   // operation, code
 	opDuration *prometheus.HistogramVec // operation
-	inFlight   atomic.Int64 // read at scrape time by inFlightGauge
+	inFlight   atomic.Int64             // read at scrape time by inFlightGauge
 	inFlightG  prometheus.GaugeFunc
 
 	mu     sync.Mutex                        // serializes adding to the maps below

@@ -14,7 +14,7 @@ import (
 func TestOperationNamesBounded(t *testing.T) {
 	r := New()
 	for i := range MaxOperations + 10 {
-		r.HTTP.Operation("Op" + strconv.Itoa(i)).Observe(200, time.Millisecond)
+		r.HTTP.Operation("Op"+strconv.Itoa(i)).Observe(200, time.Millisecond)
 	}
 	r.HTTP.Operation(strings.Repeat("x", 200)).Observe(200, time.Millisecond)
 	r.HTTP.Operation("").Observe(200, time.Millisecond)
