@@ -57,6 +57,7 @@ const (
 // synchronously, some under locks: keep them fast and non-blocking.
 type ValkeyHooks struct {
 	Hit           func(tier Tier)       // a Get answered from a cache (stale copies included)
+	Stale         func(tier Tier)       // of those, one answered with a copy past its refresh point
 	Miss          func()                // a Get that found no usable copy and waited for a load
 	Lease         func(LeaseOutcome)    // one per lease outcome
 	BreakerChange func(from, to string) // "closed", "half-open", "open"
@@ -397,6 +398,9 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 				}
 				v.hit(tier)
 				e.Stale = age >= v.cfg.Refresh
+				if e.Stale {
+					v.stale(tier)
+				}
 				return e, nil
 			}
 		}
@@ -735,6 +739,9 @@ func (v *Valkey) local(ctx context.Context, key string, load Loader) (Entry, err
 		}
 	case err == nil:
 		v.hit(TierEmbedded)
+		if e.Stale {
+			v.stale(TierEmbedded)
+		}
 	}
 	return e, err
 }
@@ -876,6 +883,12 @@ func (v *Valkey) age(b []byte) time.Duration {
 
 func (v *Valkey) hit(t Tier) {
 	if f := v.cfg.Hooks.Hit; f != nil {
+		f(t)
+	}
+}
+
+func (v *Valkey) stale(t Tier) {
+	if f := v.cfg.Hooks.Stale; f != nil {
 		f(t)
 	}
 }

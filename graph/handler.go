@@ -5,6 +5,7 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -110,6 +111,11 @@ type HandlerConfig struct {
 	Refresh time.Duration
 	Logger  *slog.Logger
 	Now     func() time.Time
+	// Operation, when set, is told the name of each operation whose
+	// document passed the limits and validation ("" for an anonymous
+	// one), on the request's goroutine before it runs: for the access log
+	// and per-operation metrics.
+	Operation func(ctx context.Context, name string)
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
@@ -182,6 +188,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		values:      semaphore.NewWeighted(int64(cfg.MaxExecutingValues)),
 		maxValues:   int64(cfg.MaxExecutingValues),
 		valued:      NewExecutableSchema(Config{Complexity: complexity(0)}),
+		operation:   cfg.Operation,
 	}
 	if fast != nil {
 		fast.room = run.room

@@ -99,6 +99,9 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		a.getMutation()
 		return
 	}
+	if t.run.operation != nil {
+		t.run.operation(ctx, rc.Operation.Name)
+	}
 	t.run.do(ctx, a, exec, rc)
 }
 
@@ -125,7 +128,8 @@ type runner struct {
 	values    *semaphore.Weighted
 	maxValues int64
 	valued    graphql.ExecutableSchema
-	waiting   atomic.Int64 // operations waiting for room
+	waiting   atomic.Int64                           // operations waiting for room
+	operation func(ctx context.Context, name string) // HandlerConfig.Operation
 }
 
 // maxRoomWaiting bounds the operations waiting for room, as

@@ -109,6 +109,11 @@ type Config struct {
 	RetryBudget float64
 
 	Now func() time.Time // clock for Retry-After and cool-downs; nil = time.Now
+
+	// Observe, when set, is called after every request sent to a host
+	// with its outcome ("ok", "not_found", "rate_limited", "timeout", "refused", "unreachable", "reset", "truncated", "server_error" or "error") and duration, for metrics. It runs on
+	// the fetching goroutine: keep it fast.
+	Observe func(host, outcome string, d time.Duration)
 }
 
 // Client fetches t.me pages. It is safe for concurrent use.
@@ -156,8 +161,9 @@ type host struct {
 	coolUntil    time.Time // primary only: traffic goes to the fallback until then
 	last         error     // the kind of the last retryable failure, for UnavailableError
 
-	cb        *gobreaker.TwoStepCircuitBreaker[struct{}]
-	openUntil atomic.Int64 // unix nanos when the open breaker lets probes through
+	cb         *gobreaker.TwoStepCircuitBreaker[struct{}]
+	openUntil  atomic.Int64 // unix nanos when the open breaker lets probes through
+	lastAnswer atomic.Int64 // unix nanos of the last answer (success or definitive), for Health
 }
 
 // New returns a Client for cfg.
@@ -332,7 +338,11 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 			}
 		}
 		prev = h
+		start := time.Now()
 		body, oc, until, err := c.attempt(ctx, h, r, path)
+		if c.cfg.Observe != nil {
+			c.cfg.Observe(h.name, outcomeName(oc == rateLimited, err), time.Since(start))
+		}
 		if ctx.Err() != nil {
 			report(errExcluded)
 			return nil, ctxError(ctx)
@@ -417,6 +427,7 @@ func (c *Client) pick(lastChance bool) (*host, func(error), error) {
 }
 
 func (c *Client) answered(h *host) {
+	h.lastAnswer.Store(time.Now().UnixNano())
 	c.mu.Lock()
 	h.failures = 0
 	h.coolUntil = time.Time{}

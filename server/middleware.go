@@ -4,24 +4,31 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/tmefeed/tmefeed/metrics"
 )
 
 // reqInfoKey keys the per-request record the handlers add to.
 type reqInfoKey struct{}
 
-// reqInfo is what a handler tells the access log beyond status and size.
+// reqInfo is what a handler tells the access log and the metrics beyond
+// status and size.
 type reqInfo struct {
-	err error
+	err       error
+	operation string // the GraphQL operation's name, set by NoteOperation
+	hasOp     bool   // a GraphQL operation passed the limits
+	cache     metrics.CacheOutcome
+	rendered  atomic.Bool // the answer was rendered for this request; set by a load that may outlive it
 }
 
 // requestContext is the one context New's handler adds to a request: it
@@ -63,78 +70,6 @@ func noteError(ctx context.Context, err error) {
 	if info, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
 		info.err = err
 	}
-}
-
-// requestID returns the caller's X-Request-Id when it is short and plain,
-// else a fresh one.
-func (h *handler) requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && plain(id) {
-		return id
-	}
-	// Appended in one buffer: one allocation per request instead of two.
-	var buf [32]byte
-	b := append(buf[:0], h.idPrefix...)
-	b = append(b, '-')
-	return string(strconv.AppendUint(b, h.idSeq.Add(1), 10))
-}
-
-func plain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-// logRequests logs one line per request: id, method, path, status, size,
-// duration, and the cause of an error answer.
-func (h *handler) logRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		id := h.requestID(r)
-		w.Header()["X-Request-Id"] = []string{id} // canonical already
-		info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo)
-		if !ok { // not served through withRequestContext
-			info = &reqInfo{}
-			r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
-		}
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r)
-
-		status := ww.Status()
-		if status == 0 {
-			status = http.StatusOK
-		}
-		level := slog.LevelInfo
-		switch {
-		case status >= 500:
-			level = slog.LevelError
-		case status == http.StatusTooManyRequests:
-			level = slog.LevelWarn
-		}
-		if !h.log.Enabled(r.Context(), level) {
-			return
-		}
-		// The record goes straight to the handler: Logger.LogAttrs would
-		// also capture the caller's program counter, which no handler here
-		// uses (none sets AddSource), and read the clock once more.
-		end := time.Now()
-		rec := slog.NewRecord(end, level, "request", 0)
-		rec.AddAttrs(
-			slog.String("id", id),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.RequestURI()),
-			slog.Int("status", status),
-			slog.Int("bytes", ww.BytesWritten()),
-			slog.Duration("dur", end.Sub(start)),
-		)
-		if info.err != nil {
-			rec.AddAttrs(slog.String("err", info.err.Error()))
-		}
-		_ = h.log.Handler().Handle(r.Context(), rec)
-	})
 }
 
 // recoverPanics turns a panic into a 500 JSON answer as a last resort, so

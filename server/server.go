@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feedformat"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
+	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -80,6 +82,21 @@ type Config struct {
 	// Encoder compresses answers by Accept-Encoding (REST GETs, POST
 	// /v1/feed and GraphQL); nil sends every answer uncompressed.
 	Encoder *httpcache.Encoder
+
+	// Metrics, when set, is updated per request and served at /metrics.
+	Metrics *metrics.Registry
+	// RequestLog, when set, writes the request lines instead of Logger
+	// (which still decides the level): a writer that formats them by hand
+	// costs less than a generic slog handler on every request.
+	RequestLog func(context.Context, RequestLine)
+	// Ready are the checks of /readyz; none means always ready.
+	Ready []ReadyCheck
+	// RateLimitRPM is the requests per minute one client may make to the
+	// API routes (RATE_LIMIT_RPM); 0 means no limit.
+	RateLimitRPM int
+	// TrustedProxies are the peers whose X-Forwarded-For / X-Real-IP name
+	// the client (TRUSTED_PROXIES); from any other peer they are ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // handler holds the configuration the routes share.
@@ -97,6 +114,10 @@ type handler struct {
 	graphQL     bool // Config.GraphQL is mounted at graphQLPath
 	publicURL   string
 	enc         *httpcache.Encoder
+	metrics     *metrics.HTTP
+	requestLog  func(context.Context, RequestLine)
+	ready       []ReadyCheck
+	trusted     []netip.Prefix
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -112,6 +133,12 @@ func New(cfg Config) http.Handler {
 		graphQL:     cfg.GraphQL != nil,
 		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
 		enc:         cfg.Encoder,
+		requestLog:  cfg.RequestLog,
+		ready:       cfg.Ready,
+		trusted:     cfg.TrustedProxies,
+	}
+	if cfg.Metrics != nil {
+		h.metrics = cfg.Metrics.HTTP
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -159,30 +186,46 @@ func New(cfg Config) http.Handler {
 		h.fail(w, r, apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: clip(r.Method) + " is not allowed here; allowed: " + strings.Join(allow, ", ")})
 	})
 
+	// Probes and scrapes are never rate limited.
 	r.Get("/healthz", h.healthz)
-	r.Get("/v1/body/{channel}", h.body)
-	r.Get("/v1/post/{channel}/{id}", h.post)
-	r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
-	r.Get("/v1/preview/{channel}", h.preview)
-	r.Post("/v1/previews", h.previews)
-	if cfg.Feed != nil {
-		r.Post("/v1/feed", h.feed)
-		for _, f := range feedformat.Formats() {
-			r.Get("/v1/"+f.String(), h.syndication(f))
+	r.Get("/readyz", h.readyz)
+	if cfg.Metrics != nil {
+		r.Get("/metrics", cfg.Metrics.Handler().ServeHTTP)
+	}
+	// The API routes, behind the per-client rate limit when there is one.
+	// A group's middleware runs after routing, so refusals are counted
+	// under their route, and with no limit nothing is added.
+	r.Group(func(r chi.Router) {
+		if cfg.RateLimitRPM > 0 {
+			r.Use(h.newRateLimit(cfg.RateLimitRPM))
 		}
-	}
-	// Mount points take only the methods they serve, so that any other
-	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
-	// OPTIONS is no exception: CORS preflights never reach the router.
-	if cfg.GraphQL != nil {
-		gql := cfg.Encoder.Handler(cfg.GraphQL)
-		r.Get(graphQLPath, gql.ServeHTTP)
-		r.Post(graphQLPath, gql.ServeHTTP)
-	}
-	if cfg.Widget != nil {
-		r.Get("/embed", cfg.Widget.ServeHTTP)
-		r.Get("/embed/*", cfg.Widget.ServeHTTP)
-	}
+		r.Get("/v1/body/{channel}", h.body)
+		r.Get("/v1/post/{channel}/{id}", h.post)
+		r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
+		r.Get("/v1/preview/{channel}", h.preview)
+		r.Post("/v1/previews", h.previews)
+		if cfg.Feed != nil {
+			r.Post("/v1/feed", h.feed)
+			for _, f := range feedformat.Formats() {
+				r.Get("/v1/"+f.String(), h.syndication(f))
+			}
+		}
+		// Mount points take only the methods they serve, so that any other
+		// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
+		// OPTIONS is no exception: CORS preflights never reach the router.
+		if cfg.GraphQL != nil {
+			gql := cfg.Encoder.Handler(cfg.GraphQL)
+			r.Get(graphQLPath, gql.ServeHTTP)
+			r.Post(graphQLPath, gql.ServeHTTP)
+		}
+		// The widget's data answers are limited like the API; its static
+		// assets are cheap but share the route.
+		if cfg.Widget != nil {
+			r.Get("/embed", cfg.Widget.ServeHTTP)
+			r.Get("/embed/*", cfg.Widget.ServeHTTP)
+		}
+	})
+	// The playground's page and assets are static: not limited.
 	if cfg.Playground != nil {
 		r.Get("/", cfg.Playground.ServeHTTP)
 		// The playground page again, and its embedded JavaScript and CSS.
@@ -300,8 +343,7 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	req := origin.Request{Kind: parser.KindPreview, Channel: ch}
-	h.serve(w, r, "preview", req, renderPreview)
+	h.serve(w, r, "preview", origin.Request{Kind: parser.KindPreview, Channel: ch}, renderPreview)
 }
 
 func (h *handler) previewEntry(ctx context.Context, ch string) (cache.Entry, error) {
@@ -316,11 +358,16 @@ func renderPreview(res pages.Result) ([]byte, error) {
 
 // serve answers with the rendered bytes for req, from the cache when held.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
-	e, rep, err := h.pages.RenderedRep(r.Context(), renderKey(key), req, render)
+	info := requestInfo(r.Context())
+	e, rep, err := h.pages.RenderedRep(r.Context(), renderKey(key), req, func(res pages.Result) ([]byte, error) {
+		info.markRendered()
+		return render(res)
+	})
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
+	info.noteEntry(e.Stale)
 	h.writeEntry(w, r, e, rep)
 }
 

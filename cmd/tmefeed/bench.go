@@ -132,7 +132,7 @@ func newBenchStack(ctx context.Context, getenv func(string) string, memoryMB int
 	o := &http.Server{Handler: fixtures.NewOrigin(fixtures.OriginOptions{Synthetic: 999}), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = o.Serve(ln) }()
 	log := slog.New(slog.DiscardHandler)
-	st, err := newStack(ctx, cfg, "http://"+ln.Addr().String(), "", log)
+	st, err := newStack(ctx, cfg, "http://"+ln.Addr().String(), "", log, nil)
 	if err != nil {
 		_ = o.Close()
 		return nil, err
@@ -369,7 +369,7 @@ func benchMemory(ctx context.Context, w io.Writer, getenv func(string) string, c
 	}
 	cfg.MemoryMaxMB = mb
 	base := memsize.LiveHeap()
-	if st.stack, err = newStack(ctx, cfg, st.originURL, "", slog.New(slog.DiscardHandler)); err != nil {
+	if st.stack, err = newStack(ctx, cfg, st.originURL, "", slog.New(slog.DiscardHandler), nil); err != nil {
 		return err
 	}
 	if err := load(st.stack); err != nil {

@@ -11,7 +11,8 @@ import (
 
 // newCache builds the cache tiers the configuration asks for.
 // maxBytes is the budget's share for the page bytes.
-func newCache(ctx context.Context, cfg serveConfig, maxBytes int64, log *slog.Logger) (cache.Cache, error) {
+// hooks receive the Valkey tier's events (for metrics).
+func newCache(ctx context.Context, cfg serveConfig, maxBytes int64, log *slog.Logger, hooks cache.ValkeyHooks) (cache.Cache, error) {
 	// Negative caching: a page that failed to load is answered with the
 	// failure for NEGATIVE_CACHE_TTL instead of asking the origin again.
 	var failures cache.Failures
@@ -29,6 +30,7 @@ func newCache(ctx context.Context, cfg serveConfig, maxBytes int64, log *slog.Lo
 			Failures:      failures,
 			NegativeTTL:   cfg.NegativeTTL,
 			Logger:        log,
+			Hooks:         hooks,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("valkey cache: %w", err)

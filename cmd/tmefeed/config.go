@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -36,7 +37,9 @@ type serveConfig struct {
 	NegativeTTL         time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
 	ShutdownTimeout     time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
 	LogLevel            slog.Level    // LOG_LEVEL, --log-level
-	LogFormat           string        // LOG_FORMAT, --log-format
+	LogFormat           string        // LOG_FORMAT, --log-format: json, text or auto
+	RateLimitRPM        int           // RATE_LIMIT_RPM, --rate-limit-rpm (0 = off)
+	TrustedProxies      string        // TRUSTED_PROXIES, --trusted-proxies (comma-separated; checked by parsePrefixes)
 	Demo                bool          // --demo
 	CORSOrigins         string        // CORS_ORIGINS, --cors-origins (comma-separated)
 	Introspection       bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
@@ -77,7 +80,9 @@ var serveSettings = []setting{
 	{"NEGATIVE_CACHE_TTL", "negative-cache-ttl", "5s", "how long a page that failed to load is answered with that failure instead of asking again; 0 = off"},
 	{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "15s", "how long in-flight requests may finish after SIGINT/SIGTERM"},
 	{"LOG_LEVEL", "log-level", "info", "debug | info | warn | error"},
-	{"LOG_FORMAT", "log-format", "text", "text | json"},
+	{"LOG_FORMAT", "log-format", "auto", "json | text | auto (text when stderr is a terminal, else json)"},
+	{"RATE_LIMIT_RPM", "rate-limit-rpm", "0", "requests per minute one client may make to /v1 and /graphql, answered 429 with Retry-After beyond; 0 = no limit"},
+	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the rate limit; empty = the peer address is the client"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
 	{"GRAPHQL_TIMEOUT", "graphql-timeout", "10s", "deadline of one GraphQL operation, from parsing to the last byte"},
@@ -189,8 +194,15 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("LOG_LEVEL", errors.New("want debug, info, warn or error"))
 	}
 	cfg.LogFormat = *vals["LOG_FORMAT"]
-	if cfg.LogFormat != "text" && cfg.LogFormat != "json" {
-		bad("LOG_FORMAT", errors.New("want text or json"))
+	if cfg.LogFormat != "text" && cfg.LogFormat != "json" && cfg.LogFormat != "auto" {
+		bad("LOG_FORMAT", errors.New("want json, text or auto"))
+	}
+	if cfg.RateLimitRPM, err = strconv.Atoi(*vals["RATE_LIMIT_RPM"]); err != nil || cfg.RateLimitRPM < 0 {
+		bad("RATE_LIMIT_RPM", errors.New("want a whole number of requests per minute, 0 for no limit"))
+	}
+	cfg.TrustedProxies = *vals["TRUSTED_PROXIES"]
+	if _, err := parsePrefixes(cfg.TrustedProxies); err != nil {
+		bad("TRUSTED_PROXIES", err)
 	}
 	cfg.CORSOrigins = *vals["CORS_ORIGINS"]
 	if cfg.Introspection, err = strconv.ParseBool(*vals["GRAPHQL_INTROSPECTION"]); err != nil {
@@ -255,6 +267,24 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 // spaces, a list setting by commas; both are taken.
 func frameAncestors(s string) []string {
 	return strings.Fields(strings.ReplaceAll(s, ",", " "))
+}
+
+// parsePrefixes reads a comma-separated list of CIDRs; a bare address is
+// its own /32 or /128.
+func parsePrefixes(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range splitList(s) {
+		if p, err := netip.ParsePrefix(v); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither a CIDR such as 10.0.0.0/8 nor an IP address", v)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
 
 // lookup returns the variable's value and whether it is set non-empty.

@@ -23,7 +23,7 @@ func TestServeConfigDefaults(t *testing.T) {
 	want := serveConfig{
 		Port: 8080, Origin: "https://t.me", CacheMode: "normal", Refresh: 10 * time.Second,
 		MemoryMaxMB: 64, UpstreamTimeout: 10 * time.Second, ShutdownTimeout: 15 * time.Second,
-		LogLevel: slog.LevelInfo, LogFormat: "text",
+		LogLevel: slog.LevelInfo, LogFormat: "auto",
 		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100,
 		Updater: true, UpdaterConcurrency: 16, UpdaterTop: 200,
 		BreakerFailures: 5, BreakerCoolDown: 10 * time.Second, RetryBudget: 0.2, NegativeTTL: 5 * time.Second,
@@ -92,6 +92,8 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		{nil, map[string]string{"GRAPHQL_TIMEOUT": "0"}, []string{"$GRAPHQL_TIMEOUT"}},
 		{[]string{"--graphql-max-response-mb", "0"}, nil, []string{"--graphql-max-response-mb"}},
 		{nil, map[string]string{"GRAPHQL_MAX_EXPENSIVE": "-1"}, []string{"$GRAPHQL_MAX_EXPENSIVE"}},
+		{nil, map[string]string{"RATE_LIMIT_RPM": "-1", "TRUSTED_PROXIES": "10.0.0.0/8, 10.0.0.0/33"}, []string{"$RATE_LIMIT_RPM", "$TRUSTED_PROXIES", "10.0.0.0/33"}},
+		{[]string{"--rate-limit-rpm", "many", "--trusted-proxies", "proxy.local"}, nil, []string{"--rate-limit-rpm", "--trusted-proxies", "proxy.local"}},
 		{[]string{"extra"}, nil, []string{"extra"}},
 		{nil, map[string]string{"PORT": "-1"}, []string{"$PORT"}},
 		{nil, map[string]string{"MEMORY_CACHE_MAX_MB": "-64"}, []string{"$MEMORY_CACHE_MAX_MB"}},

@@ -10,6 +10,7 @@ import (
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/server"
 	"github.com/tmefeed/tmefeed/web"
 )
 
@@ -53,6 +54,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, apq gr
 		MaxExecutingValues:   budget.AnswerValues,
 		Refresh:              cfg.Refresh,
 		Logger:               log,
+		Operation:            server.NoteOperation,
 	})
 	if err != nil {
 		feeds.Close()

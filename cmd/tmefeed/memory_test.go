@@ -76,7 +76,7 @@ func memoryChild(originURL string) error {
 	applyMemoryLimit(cfg, getenv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := newStack(ctx, cfg, cfg.Origin, "", newLogger(cfg, os.Stderr))
+	st, err := newStack(ctx, cfg, cfg.Origin, "", newLogger(cfg.LogLevel, false, os.Stderr), nil)
 	if err != nil {
 		return err
 	}

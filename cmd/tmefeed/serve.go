@@ -21,6 +21,7 @@ import (
 	"github.com/tmefeed/tmefeed/graph"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/live"
+	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
@@ -34,7 +35,8 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 	// are written before serve returns.
 	logBuf := newLogBuffer(logOut)
 	defer logBuf.Close()
-	log := newLogger(cfg, logBuf)
+	asJSON := jsonLogs(cfg.LogFormat, logOut)
+	log := newLogger(cfg.LogLevel, asJSON, logBuf)
 
 	originURL, fallbackURL := cfg.Origin, cfg.FallbackOrigin
 	if cfg.Demo {
@@ -46,7 +48,7 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		originURL, fallbackURL = demo.url, ""
 	}
 
-	st, err := newStack(ctx, cfg, originURL, fallbackURL, log)
+	st, err := newStack(ctx, cfg, originURL, fallbackURL, log, newRequestLogger(logBuf, asJSON).Log)
 	if err != nil {
 		return err
 	}
@@ -92,9 +94,9 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 	return nil
 }
 
-func newLogger(cfg serveConfig, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
+func newLogger(level slog.Level, asJSON bool, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if asJSON {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
@@ -149,16 +151,31 @@ type stack struct {
 	handler   http.Handler
 	budget    memoryBudget
 	pageCache cache.Cache // page bytes and rendered answers
+	origin    *origin.Client
+	metrics   *metrics.Registry
 	pages     *pages.Service
 	feeds     *feed.Service
 	graph     *graph.Stores
 	live      *live.Hub // live updates: the background updater and subscriptions
 }
 
-// newStack builds the service over the origin at originURL.
-func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL string, log *slog.Logger) (*stack, error) {
-	st := &stack{budget: splitBudget(int64(cfg.MemoryMaxMB)<<20, cfg.FeedMaxChannels)}
-	pageCache, err := newCache(ctx, cfg, st.budget.Pages, log)
+// newStack builds the service over the origin at originURL. requestLog,
+// when set, writes the request lines (see server.Config.RequestLog).
+func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL string, log *slog.Logger, requestLog func(context.Context, server.RequestLine)) (*stack, error) {
+	st := &stack{budget: splitBudget(int64(cfg.MemoryMaxMB)<<20, cfg.FeedMaxChannels), metrics: metrics.New()}
+	var hooks cache.ValkeyHooks
+	if cfg.ValkeyURL != "" {
+		m, err := st.metrics.NewCache()
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		hooks = valkeyHooks(m)
+	}
+	trusted, err := parsePrefixes(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
+	pageCache, err := newCache(ctx, cfg, st.budget.Pages, log, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -175,6 +192,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		BreakerFailures: cfg.BreakerFailures,
 		BreakerCoolDown: cfg.BreakerCoolDown,
 		RetryBudget:     cfg.RetryBudget,
+		Observe:         st.metrics.Origin.Attempt,
 	}
 	if cfg.RetryBudget == 0 {
 		ocfg.MaxRetries = -1 // a budget of nothing: no retries (origin.Config reads 0 as the default)
@@ -184,6 +202,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		st.Close()
 		return nil, fmt.Errorf("origin: %w", err)
 	}
+	st.origin = client
 	st.pages = pages.New(pages.Config{
 		Cache:       pageCache,
 		Origin:      client,
@@ -237,6 +256,10 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		st.Close()
 		return nil, err
 	}
+	if err := st.registerCollectors(st.metrics); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	st.handler = server.New(server.Config{
 		Pages:      st.pages,
 		Refresh:    cfg.Refresh,
@@ -247,8 +270,13 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Widget:     embed,
 		PublicURL:  cfg.PublicURL,
 		// One CORS policy for REST and GraphQL alike.
-		CORSOrigins: splitList(cfg.CORSOrigins),
-		Encoder:     enc,
+		CORSOrigins:    splitList(cfg.CORSOrigins),
+		Metrics:        st.metrics,
+		RequestLog:     requestLog,
+		Ready:          st.readyChecks(),
+		RateLimitRPM:   cfg.RateLimitRPM,
+		TrustedProxies: trusted,
+		Encoder:        enc,
 	})
 	log.Info("memory", "budget_mb", cfg.MemoryMaxMB, "split", st.budget, "go_memory_limit_mb", debug.SetMemoryLimit(-1)>>20)
 	return st, nil

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/tmefeed/tmefeed/server"
+)
+
+// requestLogger writes the request lines the way slog's JSON or text
+// handler would write the same record (same keys, order and value
+// formats), appending straight into a pooled buffer: at info level every
+// request logs a line, and the generic handler's formatting was the
+// largest cost of a cached answer after the network.
+type requestLogger struct {
+	out  io.Writer // one Write per line
+	json bool
+	bufs sync.Pool
+}
+
+func newRequestLogger(out io.Writer, json bool) *requestLogger {
+	return &requestLogger{out: out, json: json, bufs: sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}}
+}
+
+// Log writes one line; it is server.Config.RequestLog.
+func (l *requestLogger) Log(_ context.Context, line server.RequestLine) {
+	bp := l.bufs.Get().(*[]byte)
+	b := l.appendLine((*bp)[:0], &line)
+	_, _ = l.out.Write(b)
+	*bp = b
+	l.bufs.Put(bp)
+}
+
+func (l *requestLogger) appendLine(b []byte, line *server.RequestLine) []byte {
+	if l.json {
+		b = append(b, `{"time":"`...)
+		b = line.Time.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","level":"`...)
+		b = append(b, line.Level.String()...)
+		b = append(b, `","msg":"request"`...)
+	} else {
+		b = append(b, "time="...)
+		b = appendRFC3339Millis(b, line.Time)
+		b = append(b, " level="...)
+		b = append(b, line.Level.String()...)
+		b = append(b, " msg=request"...)
+	}
+	b = l.str(b, "id", line.ID)
+	b = l.str(b, "method", line.Method)
+	b = l.str(b, "route", line.Route)
+	b = strconv.AppendInt(l.key(b, "status"), int64(line.Status), 10)
+	b = strconv.AppendInt(l.key(b, "bytes"), int64(line.Bytes), 10)
+	if l.json { // slog's JSON handler writes durations in nanoseconds
+		b = strconv.AppendInt(l.key(b, "dur"), int64(line.Duration), 10)
+	} else {
+		b = append(l.key(b, "dur"), line.Duration.String()...)
+	}
+	b = l.str(b, "cache", line.Cache)
+	for _, kv := range [...]struct{ k, v string }{{"op", line.Operation}, {"err", line.Err}, {"path", line.Path}, {"remote", line.Remote}} {
+		if kv.v != "" {
+			b = l.str(b, kv.k, kv.v)
+		}
+	}
+	if l.json {
+		b = append(b, '}')
+	}
+	return append(b, '\n')
+}
+
+// key appends the separator and a key that needs no escaping.
+func (l *requestLogger) key(b []byte, k string) []byte {
+	if l.json {
+		b = append(b, ',', '"')
+		b = append(b, k...)
+		return append(b, '"', ':')
+	}
+	b = append(b, ' ')
+	b = append(b, k...)
+	return append(b, '=')
+}
+
+func (l *requestLogger) str(b []byte, k, v string) []byte {
+	b = l.key(b, k)
+	if l.json {
+		return appendJSONString(b, v)
+	}
+	if needsQuoting(v) {
+		return strconv.AppendQuote(b, v)
+	}
+	return append(b, v...)
+}
+
+// appendRFC3339Millis is the text handler's time format.
+func appendRFC3339Millis(b []byte, t time.Time) []byte {
+	const prefixLen = len("2006-01-02T15:04:05.000")
+	n := len(b)
+	// RFC3339Nano trims trailing zeros: add 1/10 ms to keep four digits,
+	// then drop the fourth.
+	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaped as slog's JSON
+// handler does (invalid UTF-8 becomes U+FFFD).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// needsQuoting is the text handler's rule for quoting a string value.
+func needsQuoting(s string) bool {
+	if s == "" {
+		return true
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c == ' ' || c == '=' || c == '"' || c < 0x20 {
+				return true
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += size
+	}
+	return false
+}

@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/tmefeed/tmefeed/metrics"
+)
+
+// RequestLine is the one log line of a request. At info level it holds no
+// query, body or client address: Path and Remote are set only when the
+// logger is at debug level.
+type RequestLine struct {
+	Time      time.Time // when the answer ended
+	Level     slog.Level
+	ID        string // X-Request-Id, the caller's when sane
+	Method    string
+	Route     string // the route pattern ("unmatched" for none), never the raw path
+	Status    int
+	Bytes     int
+	Duration  time.Duration
+	Cache     string // hit, stale, miss or bypass
+	Operation string // the GraphQL operation name, "" when not GraphQL; "anonymous" for none
+	Err       string // the cause of an error answer
+	Path      string // debug only: the request target, query included
+	Remote    string // debug only: the peer's address
+}
+
+// Attrs is the line as slog attributes, in the order of the fields.
+func (l *RequestLine) Attrs() []slog.Attr {
+	a := make([]slog.Attr, 0, 12)
+	a = append(a,
+		slog.String("id", l.ID),
+		slog.String("method", l.Method),
+		slog.String("route", l.Route),
+		slog.Int("status", l.Status),
+		slog.Int("bytes", l.Bytes),
+		slog.Duration("dur", l.Duration),
+		slog.String("cache", l.Cache),
+	)
+	if l.Operation != "" {
+		a = append(a, slog.String("op", l.Operation))
+	}
+	if l.Err != "" {
+		a = append(a, slog.String("err", l.Err))
+	}
+	if l.Path != "" {
+		a = append(a, slog.String("path", l.Path))
+	}
+	if l.Remote != "" {
+		a = append(a, slog.String("remote", l.Remote))
+	}
+	return a
+}
+
+// NoteOperation records the name of the GraphQL operation a request runs,
+// once its document has passed the limits, for the access log and the
+// per-operation metrics. graph.HandlerConfig.Operation takes it.
+func NoteOperation(ctx context.Context, name string) {
+	if info, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		info.operation, info.hasOp = name, true
+	}
+}
+
+// requestID returns the caller's X-Request-Id when it is short and plain,
+// else a fresh one.
+func (h *handler) requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && plain(id) {
+		return id
+	}
+	// Appended in one buffer: one allocation per request instead of two.
+	var buf [32]byte
+	b := append(buf[:0], h.idPrefix...)
+	b = append(b, '-')
+	return string(strconv.AppendUint(b, h.idSeq.Add(1), 10))
+}
+
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// logRequests gives every request an id (echoed in X-Request-Id), then,
+// once it is answered, updates the metrics of its route and GraphQL
+// operation and logs one line.
+func (h *handler) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := h.requestID(r)
+		w.Header()["X-Request-Id"] = []string{id} // canonical already
+		info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo)
+		if !ok { // not served through withRequestContext
+			info = &reqInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+		}
+		if h.metrics != nil {
+			h.metrics.Begin()
+			// Deferred: a handler aborting with http.ErrAbortHandler
+			// skips the rest of this function.
+			defer h.metrics.End()
+		}
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+
+		end := time.Now()
+		dur := end.Sub(start)
+		status := ww.Status()
+		if status == 0 {
+			status = http.StatusOK
+		}
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if h.metrics != nil {
+			h.metrics.Route(route).Observe(status, dur, info.cache)
+			if info.hasOp {
+				h.metrics.Operation(info.operation).Observe(status, dur)
+			}
+		}
+
+		level := slog.LevelInfo
+		switch {
+		case status >= 500:
+			level = slog.LevelError
+		case status == http.StatusTooManyRequests:
+			level = slog.LevelWarn
+		}
+		ctx := r.Context()
+		if !h.log.Enabled(ctx, level) {
+			return
+		}
+		if route == "" {
+			route = metrics.RouteUnmatched
+		}
+		line := RequestLine{
+			Time:     end,
+			Level:    level,
+			ID:       id,
+			Method:   r.Method,
+			Route:    route,
+			Status:   status,
+			Bytes:    ww.BytesWritten(),
+			Duration: dur,
+			Cache:    info.cache.String(),
+		}
+		if info.hasOp {
+			line.Operation = info.operation
+			if line.Operation == "" {
+				line.Operation = metrics.OperationAnonymous
+			}
+		}
+		if info.err != nil {
+			line.Err = info.err.Error()
+		}
+		if h.log.Enabled(ctx, slog.LevelDebug) {
+			line.Path, line.Remote = r.URL.RequestURI(), r.RemoteAddr
+		}
+		if h.requestLog != nil {
+			h.requestLog(ctx, line)
+			return
+		}
+		// The record goes straight to the handler: Logger.LogAttrs would
+		// also capture the caller's program counter, which no handler here
+		// uses (none sets AddSource), and read the clock once more.
+		rec := slog.NewRecord(end, level, "request", 0)
+		rec.AddAttrs(line.Attrs()...)
+		_ = h.log.Handler().Handle(ctx, rec)
+	})
+}
+
+// markRendered is called by a render function: the request that started
+// the load rendered the answer (a cache miss).
+func (info *reqInfo) markRendered() {
+	if info != nil {
+		info.rendered.Store(true)
+	}
+}
+
+// noteEntry records how a cached answer was had, for the log and metrics.
+func (info *reqInfo) noteEntry(stale bool) {
+	if info == nil {
+		return
+	}
+	switch {
+	case info.rendered.Load():
+		info.cache = metrics.CacheMiss
+	case stale:
+		info.cache = metrics.CacheStale
+	default:
+		info.cache = metrics.CacheHit
+	}
+}
+
+func requestInfo(ctx context.Context) *reqInfo {
+	info, _ := ctx.Value(reqInfoKey{}).(*reqInfo)
+	return info
+}
