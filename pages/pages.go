@@ -395,6 +395,10 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request,
 		if err != nil {
 			return cache.Entry{}, err
 		}
+		// The load keeps the values of the request that started it.
+		if o, ok := ctx.Value(RenderObserverKey{}).(RenderObserver); ok {
+			o.Rendered()
+		}
 		return cache.Entry{Value: b, FetchedAt: res.FetchedAt}, nil
 	})
 	if err != nil {
@@ -408,6 +412,15 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request,
 	}
 	return e, rep, nil
 }
+
+// RenderObserver learns that a request's own load rendered the answer it
+// got from RenderedRep: a miss, for access logs and metrics. It is found
+// in the request's context under RenderObserverKey, so that telling costs
+// a hit nothing (a wrapped render function would be one allocation more).
+type RenderObserver interface{ Rendered() }
+
+// RenderObserverKey is the context key of a RenderObserver.
+type RenderObserverKey struct{}
 
 // hotEntry is a rendered response in the hot store with its representation.
 type hotEntry struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tmefeed/tmefeed/metrics"
+	"github.com/tmefeed/tmefeed/pages"
 )
 
 // reqInfoKey keys the per-request record the handlers add to.
@@ -45,6 +46,8 @@ func (c *requestContext) Value(key any) any {
 	case chi.RouteCtxKey:
 		return c.route
 	case reqInfoKey{}:
+		return &c.info
+	case pages.RenderObserverKey{}:
 		return &c.info
 	}
 	return c.Context.Value(key)

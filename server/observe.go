@@ -177,9 +177,9 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 	})
 }
 
-// markRendered is called by a render function: the request that started
-// the load rendered the answer (a cache miss).
-func (info *reqInfo) markRendered() {
+// Rendered is called by the page service's load of a rendered answer: the
+// request that started the load rendered the answer (a cache miss).
+func (info *reqInfo) Rendered() {
 	if info != nil {
 		info.rendered.Store(true)
 	}

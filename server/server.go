@@ -359,10 +359,7 @@ func renderPreview(res pages.Result) ([]byte, error) {
 // serve answers with the rendered bytes for req, from the cache when held.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
 	info := requestInfo(r.Context())
-	e, rep, err := h.pages.RenderedRep(r.Context(), renderKey(key), req, func(res pages.Result) ([]byte, error) {
-		info.markRendered()
-		return render(res)
-	})
+	e, rep, err := h.pages.RenderedRep(r.Context(), renderKey(key), req, render)
 	if err != nil {
 		h.failErr(w, r, err)
 		return

@@ -191,7 +191,7 @@ func TestServeExitsOnBadSettings(t *testing.T) {
 		`$MEMORY_CACHE_MAX_MB="-1": want a whole number of MiB`,
 		`$CACHE_MODE="turbo": want off, normal or aggressive`,
 		`$TME_ORIGIN="not a url": want an http(s) URL`,
-		`$LOG_FORMAT="xml": want text or json`,
+		`$LOG_FORMAT="xml": want json, text or auto`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr)
