@@ -58,6 +58,8 @@ type Config struct {
 	Playground http.Handler
 	// Feed serves POST /v1/feed when not nil.
 	Feed FeedService
+	// Media serves GET /media/{channel}/{id}/{index} when not nil.
+	Media MediaService
 	// CORSOrigins lists the origins browsers may call every route from
 	// ("*" for any); empty sends no CORS headers.
 	CORSOrigins []string
@@ -69,6 +71,7 @@ type Config struct {
 type handler struct {
 	pages       PageService
 	feeds       FeedService
+	mediaLinks  MediaService
 	refresh     time.Duration
 	swr         string
 	log         *slog.Logger
@@ -85,6 +88,7 @@ func New(cfg Config) http.Handler {
 	h := &handler{
 		pages:       cfg.Pages,
 		feeds:       cfg.Feed,
+		mediaLinks:  cfg.Media,
 		refresh:     cfg.Refresh,
 		log:         cfg.Logger,
 		maxBody:     cfg.MaxRequestBytes,
@@ -146,6 +150,9 @@ func New(cfg Config) http.Handler {
 	r.Post("/v1/previews", h.previews)
 	if cfg.Feed != nil {
 		r.Post("/v1/feed", h.feed)
+	}
+	if cfg.Media != nil {
+		r.Get("/media/{channel}/{id}/{index}", h.media)
 	}
 	// Mount points take only the methods they serve, so that any other
 	// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.

@@ -61,6 +61,7 @@ type envOptions struct {
 	pages          server.PageService // replaces the real page service
 	hotBytes       int64              // pages.Config.HotBytes
 	feed           bool               // serve POST /v1/feed from a real feed service
+	media          bool               // serve GET /media from the page service
 	graphQL        http.Handler       // server.Config.GraphQL
 	playground     http.Handler       // server.Config.Playground
 	cors           []string           // server.Config.CORSOrigins
@@ -115,6 +116,13 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			t.Fatal(err)
 		}
 		cfg.Feed = fs
+	}
+	if opts.media {
+		m, ok := svc.(server.MediaService)
+		if !ok {
+			t.Fatalf("page service %T cannot serve media links", svc)
+		}
+		cfg.Media = m
 	}
 	e.h = server.New(cfg)
 	return e

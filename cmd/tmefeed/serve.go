@@ -199,6 +199,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		GraphQL:    gql.handler,
 		Playground: gql.playground,
 		Feed:       gql.feeds,
+		Media:      st.pages,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins: splitList(cfg.CORSOrigins),
 	})
