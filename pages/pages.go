@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
@@ -70,6 +71,12 @@ type Config struct {
 	// Now is the clock for Refresh; nil means time.Now. It must be the
 	// cache's clock.
 	Now func() time.Time
+
+	// HistoryMaxPages bounds the pages a walk through a channel's history
+	// reads (Posts, History): zero means DefaultHistoryMaxPages.
+	HistoryMaxPages int
+	// WalkTimeout bounds one walk; zero means DefaultWalkTimeout.
+	WalkTimeout time.Duration
 }
 
 // Service is the page service. It is safe for concurrent use.
@@ -83,6 +90,11 @@ type Service struct {
 	hot     *otter.Cache[string, cache.Entry] // nil when off
 	refresh time.Duration
 	now     func() time.Time
+
+	walks        flight.Group[walked] // history walks running, one per window
+	walksRun     atomic.Int64
+	historyPages int
+	walkTimeout  time.Duration
 }
 
 // Stats is what a Service holds in memory, in estimated heap bytes.
@@ -191,6 +203,9 @@ func New(cfg Config) *Service {
 		onParse: cfg.OnParse,
 		refresh: cfg.Refresh,
 		now:     cfg.Now,
+
+		historyPages: cmp.Or(max(cfg.HistoryMaxPages, 0), DefaultHistoryMaxPages),
+		walkTimeout:  cmp.Or(max(cfg.WalkTimeout, 0), DefaultWalkTimeout),
 	}
 	if s.now == nil {
 		s.now = time.Now
