@@ -15,6 +15,9 @@ type PageService interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
 	Preview(ctx context.Context, username string) (*parser.Preview, error)
 	Posts(ctx context.Context, channel string, w pages.Window) (pages.Posts, error)
+	// HistoryMaxPages is the most pages a walk reads per channel; it
+	// prices feeds with since.
+	HistoryMaxPages() int
 }
 
 // Resolver holds what the resolvers call into. Resolvers stay thin: they

@@ -178,6 +178,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Refresh:     cfg.Refresh,
 		HotBytes:    st.budget.Hot,
 		ParsedBytes: st.budget.Parsed,
+		// Feeds with since and long post windows walk this deep.
+		HistoryMaxPages: cfg.HistoryMaxPages,
 	})
 	// Persisted queries are shared through Valkey; without it the GraphQL
 	// stores' own bounded map is all there is (a second in-process copy
