@@ -234,6 +234,13 @@ func complexity(fetch, historyPages int) ComplexityRoot {
 		}
 		return sat(mul(len(channels), perChannel) + mul(max(feedPageSize(first, last), 1), child))
 	}
+	c.Channel.Search = func(child int, _ string, first *int) int {
+		n := postsPerPage
+		if first != nil {
+			n = *first
+		}
+		return fetch + max(n, 1)*child
+	}
 	c.Channel.Posts = func(child int, first *int, _, _ *string, _ *int) int {
 		n := postsPerPage
 		if first != nil {

@@ -18,6 +18,7 @@ type PageService interface {
 	// HistoryMaxPages is the most pages a walk reads per channel; it
 	// prices feeds with since.
 	HistoryMaxPages() int
+	Search(ctx context.Context, channel, query string, first int) (pages.Found, error)
 }
 
 // Resolver holds what the resolvers call into. Resolvers stay thin: they

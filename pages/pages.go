@@ -315,7 +315,7 @@ func (s *Service) fresh(e cache.Entry) bool {
 // noting the read in the context's Freshness collector.
 func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
 	switch r.Kind {
-	case parser.KindBody, parser.KindMore, parser.KindPreview:
+	case parser.KindBody, parser.KindMore, parser.KindPreview, parser.KindSearch:
 	default:
 		return Result{}, fmt.Errorf("pages: unsupported page kind %q: %w", r.Kind, ErrBadRequest)
 	}
@@ -383,6 +383,8 @@ func (s *Service) parse(kind parser.Kind, b []byte) *decoded {
 		d.page, d.err = parser.ParseBody(b)
 	case parser.KindMore:
 		d.page, d.err = parser.ParseMore(b)
+	case parser.KindSearch:
+		d.page, d.err = parser.ParseSearch(b)
 	case parser.KindPreview:
 		d.preview, d.err = parser.ParsePreview(b)
 	}

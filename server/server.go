@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,6 +148,7 @@ func New(cfg Config) http.Handler {
 	r.Get("/v1/post/{channel}/{id}", h.post)
 	r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
 	r.Get("/v1/preview/{channel}", h.preview)
+	r.Get("/v1/search/{channel}", h.search)
 	r.Post("/v1/previews", h.previews)
 	if cfg.Feed != nil {
 		r.Post("/v1/feed", h.feed)
@@ -268,6 +270,31 @@ func (h *handler) more(w http.ResponseWriter, r *http.Request) {
 	req := origin.Request{Kind: parser.KindMore, Channel: ch, Position: pos, After: dir == "after"}
 	h.serve(w, r, "more:"+dir+":"+strconv.Itoa(pos), req, func(res pages.Result) ([]byte, error) {
 		return EncodeJSON(MoreView(res.Page), false)
+	})
+}
+
+// GET /v1/search/{channel}?q=<query>: Telegram's own search of the
+// channel (t.me/s/<channel>?q=<query>), in /v1/body's shape: the channel
+// header and the matching posts of one search page, oldest first as on
+// every page; none when nothing matches.
+func (h *handler) search(w http.ResponseWriter, r *http.Request) {
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	qs := r.URL.Query()["q"]
+	if len(qs) != 1 {
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "give the search query once, as ?q=<text>"})
+		return
+	}
+	q, err := pages.ValidSearchQuery(qs[0])
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	h.serve(w, r, "search:"+url.QueryEscape(q), pages.SearchRequest(ch, q), func(res pages.Result) ([]byte, error) {
+		return EncodeJSON(BodyView(res.Page), false)
 	})
 }
 
