@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/parser"
@@ -26,6 +27,9 @@ type FeedRequest struct {
 	Order    string   `json:"order,omitempty"` // a feed.Order, case-insensitive: "ranked" (default) or "newest"
 	Limit    *int     `json:"limit,omitempty"` // default: the whole feed, up to the server's maximum
 	After    string   `json:"after,omitempty"` // "next" of an earlier answer
+	// Since keeps posts dated at or after this RFC 3339 instant, reading
+	// each channel's older pages back to it (at most HISTORY_MAX_PAGES).
+	Since string `json:"since,omitempty"`
 }
 
 // FeedResponse is the answer of POST /v1/feed: telegram-me's
@@ -53,7 +57,7 @@ type FeedFailure struct {
 // de-duplicated and ordered, from the same feed builds GraphQL serves.
 func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	var in FeedRequest
-	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...], "order"?: "ranked" | "newest", "limit"?: N, "after"?: "cursor"}`) {
+	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...], "order"?: "ranked" | "newest", "limit"?: N, "after"?: "cursor", "since"?: "RFC 3339 time"}`) {
 		return
 	}
 	if len(in.Channels) == 0 {
@@ -68,6 +72,14 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		req.First = *in.Limit
+	}
+	if in.Since != "" {
+		t, err := time.Parse(time.RFC3339, in.Since)
+		if err != nil {
+			h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: `"since" must be an RFC 3339 time such as 2024-05-01T12:30:00Z`})
+			return
+		}
+		req.Filter.Since = t
 	}
 	if in.Order != "" {
 		o, ok := restOrder(in.Order)

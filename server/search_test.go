@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmefeed/tmefeed/fixtures"
 )
 
 // searchJSON is the part of a /v1/search answer the tests read.
@@ -60,4 +62,20 @@ func TestSearchREST(t *testing.T) {
 	} {
 		wantError(t, e.get(c.target), http.StatusBadRequest, c.code)
 	}
+}
+
+// POST /v1/feed's since reaches past each channel's newest page.
+func TestFeedSinceREST(t *testing.T) {
+	e := newEnv(t, envOptions{refresh: 10 * time.Second, feed: true, deepHistory: 300})
+	since := fixtures.DeepPostDate(201).Format(time.RFC3339)
+	var out struct {
+		Result []struct {
+			ID int `json:"id"`
+		} `json:"result"`
+	}
+	wantOK(t, e.do(http.MethodPost, "/v1/feed", []byte(`{"channels": ["`+fixtures.DeepChannel+`"], "order": "newest", "since": "`+since+`"}`)), &out)
+	if len(out.Result) != 100 || out.Result[0].ID != 300 || out.Result[99].ID != 201 {
+		t.Fatalf("%d posts, want posts 300..201", len(out.Result))
+	}
+	wantError(t, e.do(http.MethodPost, "/v1/feed", []byte(`{"channels": ["`+fixtures.DeepChannel+`"], "since": "yesterday"}`)), http.StatusBadRequest, "bad_request")
 }

@@ -62,6 +62,7 @@ type envOptions struct {
 	hotBytes       int64              // pages.Config.HotBytes
 	feed           bool               // serve POST /v1/feed from a real feed service
 	media          bool               // serve GET /media from the page service
+	deepHistory    int                // posts of fixtures.DeepChannel
 	graphQL        http.Handler       // server.Config.GraphQL
 	playground     http.Handler       // server.Config.Playground
 	cors           []string           // server.Config.CORSOrigins
@@ -70,7 +71,7 @@ type envOptions struct {
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	e := &env{t: t, clock: &testClock{t: time.Now()}}
-	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{})
+	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{DeepHistory: opts.deepHistory})
 	ts := httptest.NewServer(e.origin)
 	t.Cleanup(ts.Close)
 
