@@ -40,6 +40,8 @@ const (
 	NotAChannel
 	// PostNotFound: the channel has no such post.
 	PostNotFound
+	// MediaNotFound: the post has no attachment (or thumbnail) there.
+	MediaNotFound
 	// RateLimited: Telegram is backing us off and no cached copy is held.
 	RateLimited
 	// Upstream: Telegram refused, dropped or cut off the connection,
@@ -80,6 +82,8 @@ func (k Kind) String() string {
 		return "not_a_channel"
 	case PostNotFound:
 		return "post_not_found"
+	case MediaNotFound:
+		return "media_not_found"
 	case RateLimited:
 		return "rate_limited"
 	case Upstream:
@@ -142,6 +146,8 @@ func Classify(err error) Fault {
 		return Fault{Kind: NotAChannel, Message: msgNotAChannel}
 	case errors.Is(err, parser.ErrPostNotFound), errors.Is(err, pages.ErrPostNotFound):
 		return Fault{Kind: PostNotFound, Message: msgPostNotFound}
+	case errors.Is(err, pages.ErrMediaNotFound):
+		return Fault{Kind: MediaNotFound, Message: err.Error()}
 	case errors.Is(err, origin.ErrNotFound):
 		return Fault{Kind: NotFound, Message: msgNotFound}
 	case errors.Is(err, origin.ErrRateLimited):

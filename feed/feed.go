@@ -46,6 +46,10 @@ var ErrBusy = errors.New("feed: too many feeds waiting to be built")
 // PageSource returns parsed channel pages; *pages.Service is one.
 type PageSource interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
+	// History returns a channel's newest page and the older pages back to
+	// since, at most HistoryMaxPages in all (see pages.Service.History).
+	History(ctx context.Context, channel string, since time.Time) ([]pages.Result, error)
+	HistoryMaxPages() int
 }
 
 // Defaults for zero Config fields.
@@ -501,10 +505,17 @@ type pageAge struct {
 	stale  bool      // a page was served past its refresh point
 }
 
-// fetched is the outcome of reading one channel.
+// fetched is the outcome of reading one channel: its newest page and,
+// for a filter with since, the older pages back to it.
 type fetched struct {
-	res pages.Result
-	err error
+	res   pages.Result
+	older []pages.Result
+	err   error
+}
+
+// all is every page read for the channel, newest first.
+func (f *fetched) all() []pages.Result {
+	return append([]pages.Result{f.res}, f.older...)
 }
 
 // valid reports whether b may be reused without looking at its pages.
@@ -517,8 +528,13 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		return b, nil // a flight that just ended kept it
 	}
 	// The pages of a build in progress, parsed and held until it is done,
-	// are the bulk of its memory: bound them over all builds together.
-	w := min(int64(len(q.channels)), int64(s.cfg.BuildingPages))
+	// are the bulk of its memory: bound them over all builds together. A
+	// filter with since may hold up to HistoryMaxPages pages per channel.
+	perChannel := int64(1)
+	if !q.filter.Since.IsZero() {
+		perChannel = int64(max(1, s.cfg.Pages.HistoryMaxPages()))
+	}
+	w := min(int64(len(q.channels))*perChannel, int64(s.cfg.BuildingPages))
 	if !s.building.TryAcquire(w) {
 		if s.waiting.Add(1) > int64(s.cfg.MaxWaitingBuilds) {
 			s.waiting.Add(-1)
@@ -537,8 +553,21 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	g.SetLimit(s.cfg.Concurrency)
 	for i, name := range q.channels {
 		g.Go(func() error {
-			res, err := s.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name})
-			out[i] = fetched{res: res, err: err}
+			if q.filter.Since.IsZero() {
+				res, err := s.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name})
+				out[i] = fetched{res: res, err: err}
+				return nil
+			}
+			// Posts since a date may lie past the newest page.
+			all, err := s.cfg.Pages.History(ctx, name, q.filter.Since)
+			if err == nil && len(all) == 0 {
+				err = fmt.Errorf("%s: %w", name, parser.ErrNotPage)
+			}
+			if err != nil {
+				out[i] = fetched{err: err}
+				return nil
+			}
+			out[i] = fetched{res: all[0], older: all[1:]}
 			return nil
 		})
 	}
@@ -557,16 +586,18 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 			_, _ = h.WriteString("!" + err.Error())
 			continue
 		}
-		binary.LittleEndian.PutUint64(buf[:], out[i].res.Hash)
-		_, _ = h.Write(buf[:])
-		if t := out[i].res.FetchedAt.Add(s.cfg.Refresh); t.Before(validUntil) {
-			validUntil = t
+		for _, res := range out[i].all() {
+			binary.LittleEndian.PutUint64(buf[:], res.Hash)
+			_, _ = h.Write(buf[:])
+			if t := res.FetchedAt.Add(s.cfg.Refresh); t.Before(validUntil) {
+				validUntil = t
+			}
+			if !read || res.FetchedAt.Before(fr.oldest) {
+				fr.oldest = res.FetchedAt
+			}
+			read = true
+			fr.stale = fr.stale || res.Stale
 		}
-		if !read || out[i].res.FetchedAt.Before(fr.oldest) {
-			fr.oldest = out[i].res.FetchedAt
-		}
-		read = true
-		fr.stale = fr.stale || out[i].res.Stale
 	}
 	sum := h.Sum64()
 	until := validUntil.UnixNano()
@@ -600,8 +631,15 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		if ch == nil {
 			ch = &parser.Channel{Username: name}
 		}
-		pagesOK = append(pagesOK, channelPage{name: name, channel: ch, page: p})
+		cp := channelPage{name: name, channel: ch, page: p}
 		parsed[p] = out[i].res.Parsed
+		for _, o := range out[i].older {
+			if o.Page != nil {
+				cp.older = append(cp.older, o.Page)
+				parsed[o.Page] = o.Parsed
+			}
+		}
+		pagesOK = append(pagesOK, cp)
 	}
 	b.items = merge(pagesOK, q.filter, q.order, now, s.cursors.writer(q.order, q.binding))
 	b.pin(pagesOK, parsed)
@@ -615,19 +653,23 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 // is not kept alive by the build, so it is not pinned.
 func (b *build) pin(cps []channelPage, parsed map[*parser.Page]*pages.Parsed) {
 	used := make(map[*parser.Page]bool, len(cps))
-	byChannel := make(map[*parser.Channel]*parser.Page, len(cps))
-	for _, cp := range cps {
-		byChannel[cp.channel] = cp.page
+	byChannel := make(map[*parser.Channel]*channelPage, len(cps))
+	for i := range cps {
+		byChannel[cps[i].channel] = &cps[i]
 	}
 	own := memsize.Alloc(int(unsafe.Sizeof(*b))) + memsize.Alloc(cap(b.items)*int(unsafe.Sizeof(Item{})))
 	for i := range b.items {
 		own += memsize.String(len(b.items[i].Cursor))
-		if p := byChannel[b.items[i].Channel]; p != nil && !used[p] {
+		cp := byChannel[b.items[i].Channel]
+		if cp == nil {
+			continue
+		}
+		if p := cp.pageOf(b.items[i].Post); p != nil && !used[p] {
 			used[p] = true
 			if pp := parsed[p]; pp != nil {
 				b.pinned = append(b.pinned, pp)
 			}
-			if p.Channel != b.items[i].Channel {
+			if p == cp.page && p.Channel != b.items[i].Channel {
 				own += memsize.Alloc(int(unsafe.Sizeof(parser.Channel{}))) // made up for a page without a header
 			}
 		}

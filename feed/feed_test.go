@@ -49,6 +49,17 @@ func (f *fakePages) set(name string, subs int64, posts ...parser.Post) {
 	f.hashes[name]++
 }
 
+// History serves the one page a fake channel has.
+func (f *fakePages) History(ctx context.Context, channel string, _ time.Time) ([]pages.Result, error) {
+	res, err := f.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
+	if err != nil {
+		return nil, err
+	}
+	return []pages.Result{res}, nil
+}
+
+func (f *fakePages) HistoryMaxPages() int { return 1 }
+
 func (f *fakePages) Page(ctx context.Context, r origin.Request) (pages.Result, error) {
 	f.calls.Add(1)
 	if f.gate != nil {

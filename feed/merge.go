@@ -7,15 +7,41 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tmefeed/tmefeed/parser"
 )
 
-// channelPage is the newest page of one channel.
+// channelPage is the newest page of one channel and, for a filter with
+// since, the older pages read back to it (newest first).
 type channelPage struct {
 	name    string
 	channel *parser.Channel
 	page    *parser.Page
+	older   []*parser.Page
+}
+
+// pages calls f with each page, newest first.
+func (cp *channelPage) each(f func(*parser.Page)) {
+	f(cp.page)
+	for _, p := range cp.older {
+		f(p)
+	}
+}
+
+// pageOf returns the page whose posts hold post, or nil.
+func (cp *channelPage) pageOf(post *parser.Post) *parser.Page {
+	// Posts are elements of their page's slice: the one whose backing
+	// array holds the pointer is the page.
+	at := uintptr(unsafe.Pointer(post))
+	var found *parser.Page
+	cp.each(func(p *parser.Page) {
+		posts := p.Content.Posts
+		if found == nil && len(posts) > 0 && at >= uintptr(unsafe.Pointer(&posts[0])) && at <= uintptr(unsafe.Pointer(&posts[len(posts)-1])) {
+			found = p
+		}
+	})
+	return found
 }
 
 // sortKey orders items: higher score first (always 0 under NEWEST), then
@@ -60,36 +86,38 @@ type candidate struct {
 // giving each item its cursor from cw.
 func merge(pages []channelPage, f filter, o Order, now time.Time, cw *cursorWriter) []Item {
 	n := 0
-	for _, p := range pages {
-		n += len(p.page.Content.Posts)
+	for i := range pages {
+		pages[i].each(func(p *parser.Page) { n += len(p.Content.Posts) })
 	}
 	cands := make([]candidate, 0, n)
 	index := make(map[string]int, n)
 	for _, cp := range pages {
 		subs := cp.channel.Counters.SubscribersCount
-		posts := cp.page.Content.Posts
-		for i := range posts {
-			p := &posts[i]
-			if !f.match(p) {
-				continue
+		cp.each(func(page *parser.Page) {
+			posts := page.Content.Posts
+			for i := range posts {
+				p := &posts[i]
+				if !f.match(p) {
+					continue
+				}
+				c := candidate{
+					item:     Item{Post: p, Channel: cp.channel, Score: Rank(p, subs, now).Total},
+					identity: cp.name + "/" + strconv.Itoa(p.ID),
+				}
+				if orig, ok := forwardedPost(p); ok {
+					c.identity, c.forwarded = orig, true
+				}
+				j, seen := index[c.identity]
+				if !seen {
+					index[c.identity] = len(cands)
+					cands = append(cands, c)
+					continue
+				}
+				if preferred(c, cands[j]) {
+					cands[j] = c
+				}
 			}
-			c := candidate{
-				item:     Item{Post: p, Channel: cp.channel, Score: Rank(p, subs, now).Total},
-				identity: cp.name + "/" + strconv.Itoa(p.ID),
-			}
-			if orig, ok := forwardedPost(p); ok {
-				c.identity, c.forwarded = orig, true
-			}
-			j, seen := index[c.identity]
-			if !seen {
-				index[c.identity] = len(cands)
-				cands = append(cands, c)
-				continue
-			}
-			if preferred(c, cands[j]) {
-				cands[j] = c
-			}
-		}
+		})
 	}
 	items := make([]Item, len(cands))
 	for i, c := range cands {

@@ -38,6 +38,7 @@ type env struct {
 type envOptions struct {
 	synthetic       int
 	syntheticSource string
+	deepHistory     int // posts of fixtures.DeepChannel
 	originLatency   time.Duration
 	disableFastPath bool
 	noIntrospection bool
@@ -58,7 +59,7 @@ type envOptions struct {
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
-	fo := fixtures.NewOrigin(fixtures.OriginOptions{Synthetic: o.synthetic, SyntheticSource: o.syntheticSource, Latency: o.originLatency})
+	fo := fixtures.NewOrigin(fixtures.OriginOptions{Synthetic: o.synthetic, SyntheticSource: o.syntheticSource, Latency: o.originLatency, DeepHistory: o.deepHistory})
 	originSrv := httptest.NewServer(fo)
 	t.Cleanup(originSrv.Close)
 	upstreamTimeout := o.upstreamTimeout

@@ -42,7 +42,7 @@ func graphCode(k fault.Kind) string {
 	switch k {
 	case fault.InvalidUsername, fault.InvalidPosition, fault.BadRequest:
 		return CodeBadUserInput
-	case fault.NotFound, fault.NotAChannel, fault.PostNotFound:
+	case fault.NotFound, fault.NotAChannel, fault.PostNotFound, fault.MediaNotFound:
 		return CodeNotFound
 	case fault.RateLimited:
 		return CodeRateLimited

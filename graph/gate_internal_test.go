@@ -55,7 +55,7 @@ func TestRoomQueueIsBounded(t *testing.T) {
 		gate:      newGate(1, time.Hour),
 		values:    semaphore.NewWeighted(smallAnswer),
 		maxValues: smallAnswer,
-		valued:    NewExecutableSchema(Config{Complexity: complexity(0)}),
+		valued:    NewExecutableSchema(Config{Complexity: complexity(0, 1)}),
 	}
 	doc, errs := gqlparser.LoadQueryWithRules(run.valued.Schema(), `{ feed(channels: ["a"], first: 2000) { edges { cursor } } }`, nil)
 	if errs != nil {

@@ -46,6 +46,7 @@ type ComplexityRoot struct {
 		DescriptionHTML func(childComplexity int) int
 		GlobalID        func(childComplexity int) int
 		Posts           func(childComplexity int, first *int, before *string, after *string, around *int) int
+		Search          func(childComplexity int, query string, first *int) int
 		Title           func(childComplexity int) int
 		TitleHTML       func(childComplexity int) int
 		URL             func(childComplexity int) int
@@ -256,6 +257,7 @@ type ComplexityRoot struct {
 
 type ChannelResolver interface {
 	Posts(ctx context.Context, obj *model.Channel, first *int, before *string, after *string, around *int) (*model.PostConnection, error)
+	Search(ctx context.Context, obj *model.Channel, query string, first *int) (*model.PostConnection, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
@@ -325,6 +327,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Channel.Posts(childComplexity, args["first"].(*int), args["before"].(*string), args["after"].(*string), args["around"].(*int)), true
+	case "Channel.search":
+		if e.ComplexityRoot.Channel.Search == nil {
+			break
+		}
+
+		args, err := ec.field_Channel_search_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Channel.Search(childComplexity, args["query"].(string), args["first"].(*int)), true
 	case "Channel.title":
 		if e.ComplexityRoot.Channel.Title == nil {
 			break
@@ -1252,6 +1265,8 @@ func (ec *executionContext) childFields_Channel(ctx context.Context, field graph
 		return ec.fieldContext_Channel_url(ctx, field)
 	case "posts":
 		return ec.fieldContext_Channel_posts(ctx, field)
+	case "search":
+		return ec.fieldContext_Channel_search(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Channel", field.Name)
 }
@@ -1784,6 +1799,28 @@ func (ec *executionContext) field_Channel_posts_args(ctx context.Context, rawArg
 	return args, nil
 }
 
+func (ec *executionContext) field_Channel_search_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "query",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["query"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2289,6 +2326,50 @@ func (ec *executionContext) fieldContext_Channel_posts(ctx context.Context, fiel
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Channel_posts_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Channel_search(ctx context.Context, field graphql.CollectedField, obj *model.Channel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Channel_search(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Channel().Search(ctx, obj, fc.Args["query"].(string), fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PostConnection) graphql.Marshaler {
+			return ec.marshalNPostConnection2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐPostConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Channel_search(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Channel",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PostConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Channel_search_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6758,6 +6839,12 @@ func (ec *executionContext) _Channel(ctx context.Context, sel ast.SelectionSet, 
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Channel_posts(ctx, field, obj)
+				})
+		case "search":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Channel_search(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))

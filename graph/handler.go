@@ -30,7 +30,7 @@ const (
 	DefaultMaxAliases      = 30
 	DefaultMaxRootFields   = 10
 	DefaultMaxBodyBytes    = 64 << 10
-	DefaultMaxPostsFirst   = 100
+	DefaultMaxPostsFirst   = 200
 	DefaultConcurrency     = 16
 	DefaultTokenLimit      = 15_000
 	// A full introspection query (GraphiQL's) selects about 230 fields
@@ -161,7 +161,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		concurrency:   cfg.Concurrency,
 		log:           cfg.Logger,
 	}
-	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost)})
+	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
 	present := errorPresenter(cfg.Logger, cfg.Now)
 
 	var fast *fastPath
@@ -187,7 +187,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		now:         cfg.Now,
 		values:      semaphore.NewWeighted(int64(cfg.MaxExecutingValues)),
 		maxValues:   int64(cfg.MaxExecutingValues),
-		valued:      NewExecutableSchema(Config{Complexity: complexity(0)}),
+		valued:      NewExecutableSchema(Config{Complexity: complexity(0, 1)}),
 		operation:   cfg.Operation,
 	}
 	if fast != nil {
@@ -224,16 +224,29 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	return front{next: srv}, nil
 }
 
-// complexity prices fields by the upstream pages they may fetch.
-func complexity(fetch int) ComplexityRoot {
+// complexity prices fields by the upstream pages they may fetch: a feed
+// with since may walk historyPages pages of each channel, and posts one
+// page per 20 posts asked for.
+func complexity(fetch, historyPages int) ComplexityRoot {
 	var c ComplexityRoot
 	c.Query.Channel = func(child int, _ string) int { return fetch + child }
 	c.Query.Post = func(child int, _ string, _ int) int { return fetch + child }
 	c.Query.Node = func(child int, _ string) int { return fetch + child }
 	c.Query.Nodes = func(child int, ids []string) int { return len(ids) * (fetch + child) }
 	c.Query.Previews = func(child int, names []string) int { return len(names) * (fetch + child) }
-	c.Query.Feed = func(child int, channels []string, first *int, _ *string, last *int, _ *string, _ *model.FeedOrder, _ *model.FeedFilter) int {
-		return len(channels)*fetch + max(feedPageSize(first, last), 1)*child
+	c.Query.Feed = func(child int, channels []string, first *int, _ *string, last *int, _ *string, _ *model.FeedOrder, filter *model.FeedFilter) int {
+		perChannel := fetch
+		if filter != nil && filter.Since != nil {
+			perChannel = mul(fetch, max(historyPages, 1))
+		}
+		return sat(mul(len(channels), perChannel) + mul(max(feedPageSize(first, last), 1), child))
+	}
+	c.Channel.Search = func(child int, _ string, first *int) int {
+		n := postsPerPage
+		if first != nil {
+			n = *first
+		}
+		return fetch + max(n, 1)*child
 	}
 	c.Channel.Posts = func(child int, first *int, _, _ *string, _ *int) int {
 		n := postsPerPage

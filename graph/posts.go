@@ -6,6 +6,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
 )
 
 // postsPerPage sizes the page fetches a posts query may need (and so its
@@ -48,16 +49,39 @@ func (r *Resolver) channelPosts(ctx context.Context, ch *model.Channel, a postsA
 	if err != nil {
 		return nil, err
 	}
-	conn := &model.PostConnection{
-		Edges:    make([]*model.PostEdge, len(p.List)),
-		PageInfo: &model.PageInfo{HasNextPage: p.HasOlder, HasPreviousPage: p.HasNewer},
+	return postConnection(p.List, p.HasOlder, p.HasNewer), nil
+}
+
+// channelSearch answers Channel.search from pages.Service.Search: one
+// search page, so first is bounded by what a page holds.
+func (r *Resolver) channelSearch(ctx context.Context, ch *model.Channel, query string, first *int) (*model.PostConnection, error) {
+	n := postsPerPage
+	if first != nil {
+		n = *first
 	}
-	for i, post := range p.List {
+	if n < 0 || n > postsPerPage {
+		return nil, inputError("first must be from 0 to %d: a search reads one page of results", postsPerPage)
+	}
+	found, err := r.pages.Search(ctx, ch.Username(), query, n)
+	if err != nil {
+		return nil, err
+	}
+	return postConnection(found.List, found.HasMore, false), nil
+}
+
+// postConnection is a connection of posts, newest first, whose cursors
+// are their message numbers.
+func postConnection(list []*parser.Post, older, newer bool) *model.PostConnection {
+	conn := &model.PostConnection{
+		Edges:    make([]*model.PostEdge, len(list)),
+		PageInfo: &model.PageInfo{HasNextPage: older, HasPreviousPage: newer},
+	}
+	for i, post := range list {
 		conn.Edges[i] = &model.PostEdge{Cursor: strconv.Itoa(post.ID), Node: model.PostOf(post)}
 	}
-	if len(p.List) > 0 {
+	if len(list) > 0 {
 		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
-		conn.PageInfo.EndCursor = &conn.Edges[len(p.List)-1].Cursor
+		conn.PageInfo.EndCursor = &conn.Edges[len(list)-1].Cursor
 	}
-	return conn, nil
+	return conn
 }

@@ -15,6 +15,10 @@ type PageService interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
 	Preview(ctx context.Context, username string) (*parser.Preview, error)
 	Posts(ctx context.Context, channel string, w pages.Window) (pages.Posts, error)
+	// HistoryMaxPages is the most pages a walk reads per channel; it
+	// prices feeds with since.
+	HistoryMaxPages() int
+	Search(ctx context.Context, channel, query string, first int) (pages.Found, error)
 }
 
 // Resolver holds what the resolvers call into. Resolvers stay thin: they

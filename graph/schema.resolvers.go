@@ -18,6 +18,11 @@ func (r *channelResolver) Posts(ctx context.Context, obj *model.Channel, first *
 	return r.channelPosts(ctx, obj, postsArgs{first: first, before: before, after: after, around: around})
 }
 
+// Search is the resolver for the search field.
+func (r *channelResolver) Search(ctx context.Context, obj *model.Channel, query string, first *int) (*model.PostConnection, error) {
+	return r.channelSearch(ctx, obj, query, first)
+}
+
 // Node is the resolver for the node field.
 func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
 	ref, err := parseID("id", id)

@@ -3,6 +3,7 @@ package origin
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/tmefeed/tmefeed/internal/keys"
@@ -15,6 +16,7 @@ type Request struct {
 	Channel  string   // lower-cased, validated username
 	Position int      // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
 	After    bool     // more only: after=N instead of before=N
+	Query    string   // search only: the text searched for, validated by the caller
 }
 
 // Path is the request's path and query on t.me.
@@ -31,6 +33,8 @@ func (r Request) Path() string {
 		return "/" + r.Channel
 	case tme.KindEmbed:
 		return "/" + r.Channel + "/" + strconv.Itoa(r.Position) + "?embed=1"
+	case tme.KindSearch:
+		return "/s/" + r.Channel + "?q=" + url.QueryEscape(r.Query)
 	}
 	return ""
 }
@@ -55,6 +59,9 @@ func (r Request) Key() string {
 		return keys.Page(r.Channel, "preview")
 	case tme.KindEmbed:
 		return keys.Page(r.Channel, "embed:"+strconv.Itoa(r.Position))
+	case tme.KindSearch:
+		// Escaped, so that no query can reach into another key's name.
+		return keys.Page(r.Channel, "search:"+url.QueryEscape(r.Query))
 	}
 	return keys.Page(r.Channel, "unknown")
 }
@@ -69,6 +76,10 @@ func (r Request) direction() string {
 // maxChannelLen bounds the username; Telegram's own limit is 32, a little
 // slack keeps old or special names fetchable.
 const maxChannelLen = 64
+
+// maxQueryLen bounds a search query in bytes; the API layer's own limit
+// is tighter.
+const maxQueryLen = 1024
 
 // Validate reports whether the request can be sent. Username rules proper
 // live with the API layer; this only keeps the path well-formed.
@@ -90,6 +101,10 @@ func (r Request) Validate() error {
 	case tme.KindMore, tme.KindEmbed:
 		if r.Position <= 0 {
 			return fmt.Errorf("%w: position %d", ErrInvalidRequest, r.Position)
+		}
+	case tme.KindSearch:
+		if r.Query == "" || len(r.Query) > maxQueryLen || r.Position != 0 {
+			return fmt.Errorf("%w: search query of %d bytes", ErrInvalidRequest, len(r.Query))
 		}
 	default:
 		return fmt.Errorf("%w: kind %q", ErrInvalidRequest, r.Kind)

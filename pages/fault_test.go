@@ -60,6 +60,8 @@ type faultOptions struct {
 	breakerFailures int           // 0 = the default
 	breakerCoolDown time.Duration // 0 = the default
 	negativeTTL     time.Duration // 0 = no negative caching
+	deepHistory     int           // posts of fixtures.DeepChannel; 0 = not served
+	historyMaxPages int           // pages.Config.HistoryMaxPages
 }
 
 type faultEnv struct {
@@ -73,7 +75,7 @@ type faultEnv struct {
 func newFaultEnv(t *testing.T, o faultOptions) *faultEnv {
 	t.Helper()
 	e := &faultEnv{clock: &faultClock{t: time.Now()}}
-	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: o.pages, Synthetic: o.synthetic})
+	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: o.pages, Synthetic: o.synthetic, DeepHistory: o.deepHistory})
 	var base string
 	if o.down {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -139,7 +141,7 @@ func newFaultEnv(t *testing.T, o faultOptions) *faultEnv {
 	}
 	t.Cleanup(func() { c.Close() })
 	e.cache = c
-	e.svc = pages.New(pages.Config{Cache: c, Origin: client, Refresh: refresh, Now: e.clock.Now})
+	e.svc = pages.New(pages.Config{Cache: c, Origin: client, Refresh: refresh, Now: e.clock.Now, HistoryMaxPages: o.historyMaxPages})
 	return e
 }
 

@@ -97,6 +97,7 @@ func Lasting(err error) bool {
 	return errors.Is(err, origin.ErrNotFound) ||
 		errors.Is(err, parser.ErrNotChannel) ||
 		errors.Is(err, parser.ErrPostNotFound) ||
+		errors.Is(err, ErrMediaNotFound) ||
 		errors.Is(err, ErrInvalidUsername) ||
 		errors.Is(err, ErrInvalidPosition) ||
 		errors.Is(err, ErrBadRequest) ||

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/memsize"
@@ -77,6 +78,12 @@ type Config struct {
 	// as it enters the hot store, so that they are served from there like
 	// the identity bytes; they count in HotBytes.
 	Encoder *httpcache.Encoder
+
+	// HistoryMaxPages bounds the pages a walk through a channel's history
+	// reads (Posts, History): zero means DefaultHistoryMaxPages.
+	HistoryMaxPages int
+	// WalkTimeout bounds one walk; zero means DefaultWalkTimeout.
+	WalkTimeout time.Duration
 }
 
 // Service is the page service. It is safe for concurrent use.
@@ -91,7 +98,12 @@ type Service struct {
 	enc     *httpcache.Encoder
 	refresh time.Duration
 	now     func() time.Time
-	watcher atomic.Pointer[Watcher] // nil until Watch
+
+	walks        flight.Group[walked] // history walks running, one per window
+	walksRun     atomic.Int64
+	historyPages int
+	walkTimeout  time.Duration
+	watcher      atomic.Pointer[Watcher] // nil until Watch
 }
 
 // Watcher learns about channels' newest pages (/s/<channel>) as the
@@ -297,6 +309,9 @@ func New(cfg Config) *Service {
 		refresh: cfg.Refresh,
 		now:     cfg.Now,
 		enc:     cfg.Encoder,
+
+		historyPages: cmp.Or(max(cfg.HistoryMaxPages, 0), DefaultHistoryMaxPages),
+		walkTimeout:  cmp.Or(max(cfg.WalkTimeout, 0), DefaultWalkTimeout),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -443,7 +458,7 @@ func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
 // load is get without telling the Watcher of a read.
 func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
 	switch r.Kind {
-	case parser.KindBody, parser.KindMore, parser.KindPreview:
+	case parser.KindBody, parser.KindMore, parser.KindPreview, parser.KindSearch:
 	default:
 		return Result{}, fmt.Errorf("pages: unsupported page kind %q: %w", r.Kind, ErrBadRequest)
 	}
@@ -520,6 +535,8 @@ func (s *Service) parse(kind parser.Kind, b []byte) *decoded {
 		d.page, d.err = parser.ParseBody(b)
 	case parser.KindMore:
 		d.page, d.err = parser.ParseMore(b)
+	case parser.KindSearch:
+		d.page, d.err = parser.ParseSearch(b)
 	case parser.KindPreview:
 		d.preview, d.err = parser.ParsePreview(b)
 	}

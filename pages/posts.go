@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
@@ -12,9 +13,6 @@ import (
 // PostsPerPage is about how many posts one t.me page holds; it sizes the
 // page reads a window may need.
 const PostsPerPage = 20
-
-// maxWalkPages caps the pages one window reads.
-const maxWalkPages = 8
 
 // Window selects a channel's posts by t.me's own paging: the First newest,
 // or the First next to a post. At most one of Before, After and Around is
@@ -40,12 +38,43 @@ type Posts struct {
 // Posts returns the window w of channel's posts, walking t.me's pages
 // towards older posts (the newest window, After) or newer ones (Before).
 // A walk from a post starts at the page around it, the page a single post
-// is read from too, and then follows the offsets that page gives. Bad
-// windows give ErrBadRequest or ErrInvalidPosition.
+// is read from too, and then follows the offsets that page gives. It reads
+// at most Config.HistoryMaxPages pages: when they hold fewer posts than
+// First, the window ends early with HasOlder (or HasNewer) set, and its
+// last post is the cursor to go on from. Identical concurrent windows
+// share one walk. Bad windows give ErrBadRequest or ErrInvalidPosition.
 func (s *Service) Posts(ctx context.Context, channel string, w Window) (Posts, error) {
 	if err := w.validate(); err != nil {
 		return Posts{}, err
 	}
+	// Newest only saves a read, so it is not part of what is asked.
+	key := "posts|" + channel + "|" + strconv.Itoa(w.First) + "|" + optID(w.Before) + "|" + optID(w.After) + "|" + optID(w.Around)
+	r, err := s.walks.Do(ctx, key, func(ctx context.Context) (walked, error) {
+		ctx, cancel := context.WithTimeout(ctx, s.walkTimeout)
+		defer cancel()
+		s.walksRun.Add(1)
+		var ages pageAges
+		p, err := s.posts(withAges(ctx, &ages), channel, w)
+		return walked{posts: p, ages: ages}, err
+	})
+	if err != nil {
+		NoteFailure(ctx, err)
+		return Posts{}, err
+	}
+	// The walk noted its reads in its first caller's context; every
+	// caller's answer derives from them.
+	r.ages.note(ctx)
+	return r.posts, nil
+}
+
+func optID(id *int) string {
+	if id == nil {
+		return ""
+	}
+	return strconv.Itoa(*id)
+}
+
+func (s *Service) posts(ctx context.Context, channel string, w Window) (Posts, error) {
 	var (
 		out Posts
 		err error
@@ -97,7 +126,7 @@ func (w Window) validate() error {
 // them newest first and whether more posts lie beyond.
 func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Page, bound int, older bool, n int) ([]*parser.Post, bool, error) {
 	var got []*parser.Post // in walking order
-	maxPages := n/PostsPerPage + 2
+	maxPages := min(n/PostsPerPage+2, s.historyPages)
 	page := first
 	for fetched := 0; ; fetched++ {
 		if page == nil {
@@ -105,6 +134,7 @@ func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Pa
 			if err != nil {
 				return nil, false, err
 			}
+			noteAge(ctx, res)
 			page = res.Page
 		}
 		posts := page.Content.Posts // oldest first
@@ -133,7 +163,7 @@ func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Pa
 		}
 		// Past the page budget, keep going only while nothing was found
 		// (a cursor whose page holds no posts beyond it), up to a hard cap.
-		if next == 0 || fetched+1 >= maxPages && (len(got) > 0 || fetched+1 >= maxWalkPages) {
+		if next == 0 || fetched+1 >= maxPages && (len(got) > 0 || fetched+1 >= s.historyPages) {
 			return orderNewest(got, older), next != 0, nil
 		}
 		req = origin.Request{Kind: parser.KindMore, Channel: req.Channel, Position: next, After: !older}
@@ -154,6 +184,7 @@ func (s *Service) postsAround(ctx context.Context, channel string, id, n int) (P
 	if err != nil {
 		return Posts{}, err
 	}
+	noteAge(ctx, res)
 	posts := res.Page.Content.Posts
 	all := make([]*parser.Post, len(posts))
 	for i := range posts {

@@ -18,6 +18,7 @@ const (
 	KindMore    = tme.KindMore    // POST t.me/s/<channel>?before=N|after=N (a JSON string of HTML)
 	KindPreview = tme.KindPreview // t.me/<channel>
 	KindEmbed   = tme.KindEmbed   // t.me/<channel>/<id>?embed=1
+	KindSearch  = tme.KindSearch  // t.me/s/<channel>?q=<query>
 )
 
 // Rich is text as plain string and as Telegram's inner HTML.

@@ -64,6 +64,13 @@ func ParseBody(b []byte) (*Page, error) {
 	return p, nil
 }
 
+// ParseSearch reads Telegram's search page of a channel,
+// t.me/s/<channel>?q=<query>: the channel page, header included, holding
+// only the posts that match, newest last as on any channel page. A search
+// without results is the same page without posts, which is not an error.
+// Its offsets lead to older matches.
+func ParseSearch(b []byte) (*Page, error) { return ParseBody(b) }
+
 // ParseMore reads the body of POST t.me/s/<channel>?before=N (or after=N):
 // a JSON string whose value is an HTML chunk of posts. Raw HTML chunks are
 // accepted too. Offsets come from the chunk's load-more links.

@@ -17,6 +17,7 @@ const (
 	CodeNotFound         = "not_found"
 	CodeNotAChannel      = "not_a_channel"
 	CodePostNotFound     = "post_not_found"
+	CodeMediaNotFound    = "media_not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeRateLimited      = "rate_limited"
 	CodeUpstreamError    = "upstream_error"
@@ -71,6 +72,8 @@ func restStatus(k fault.Kind) (int, string) {
 		return http.StatusNotFound, CodeNotAChannel
 	case fault.PostNotFound:
 		return http.StatusNotFound, CodePostNotFound
+	case fault.MediaNotFound:
+		return http.StatusNotFound, CodeMediaNotFound
 	case fault.RateLimited:
 		return http.StatusTooManyRequests, CodeRateLimited
 	case fault.Upstream:

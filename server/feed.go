@@ -29,6 +29,9 @@ type FeedRequest struct {
 	Limit    *int        `json:"limit,omitempty"` // default: the whole feed, up to the server's maximum
 	After    string      `json:"after,omitempty"` // "next" of an earlier answer
 	Filter   *FeedFilter `json:"filter,omitempty"`
+	// Since keeps posts dated at or after this RFC 3339 instant, reading
+	// each channel's older pages back to it (at most HISTORY_MAX_PAGES).
+	Since string `json:"since,omitempty"`
 }
 
 // FeedResponse is the answer of POST /v1/feed: telegram-me's
@@ -69,7 +72,7 @@ type FeedFilter struct {
 // de-duplicated and ordered, from the same feed builds GraphQL serves.
 func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	var in FeedRequest
-	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...], "order"?: "ranked" | "newest", "limit"?: N, "after"?: "cursor", "filter"?: {...}}`) {
+	if !h.decodeJSON(w, r, &in, `{"channels": ["name", ...], "order"?: "ranked" | "newest", "limit"?: N, "after"?: "cursor", "since"?: "RFC 3339 time", "filter"?: {...}}`) {
 		return
 	}
 	req, e := h.feedRequest(in, h.feeds.MaxFirst())
@@ -159,6 +162,18 @@ func (h *handler) feedRequest(in FeedRequest, defaultLimit int) (feed.Request, *
 		req.Filter.ExcludeForwarded = f.ExcludeForwarded
 		req.Filter.ExcludeReplies = f.ExcludeReplies
 		req.Filter.ExcludeService = f.ExcludeService
+	}
+	// A top-level "since" is the filter's since, for clients that page
+	// back in time without a filter object.
+	if in.Since != "" {
+		if in.Filter != nil && in.Filter.Since != "" {
+			return bad(`give "since" once: at the top level or in "filter"`)
+		}
+		v, err := time.Parse(time.RFC3339, in.Since)
+		if err != nil {
+			return bad(`"since" must be an RFC 3339 date such as 2024-05-01T12:30:00Z, not ` + strconv.Quote(clip(in.Since)))
+		}
+		req.Filter.Since = v
 	}
 	return req, nil
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,6 +75,8 @@ type Config struct {
 	// its /media/{channel}/{id}/{index}; when empty, documents name
 	// themselves by the request's Host and link Telegram's media URLs.
 	PublicURL string
+	// Media serves GET /media/{channel}/{id}/{index} when not nil.
+	Media MediaService
 	// CORSOrigins lists the origins browsers may call every route from
 	// ("*" for any); empty sends no CORS headers.
 	CORSOrigins []string
@@ -103,6 +106,7 @@ type Config struct {
 type handler struct {
 	pages       PageService
 	feeds       FeedService
+	mediaLinks  MediaService
 	refresh     time.Duration
 	swr         string
 	log         *slog.Logger
@@ -125,6 +129,7 @@ func New(cfg Config) http.Handler {
 	h := &handler{
 		pages:       cfg.Pages,
 		feeds:       cfg.Feed,
+		mediaLinks:  cfg.Media,
 		refresh:     cfg.Refresh,
 		log:         cfg.Logger,
 		maxBody:     cfg.MaxRequestBytes,
@@ -203,6 +208,7 @@ func New(cfg Config) http.Handler {
 		r.Get("/v1/post/{channel}/{id}", h.post)
 		r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
 		r.Get("/v1/preview/{channel}", h.preview)
+		r.Get("/v1/search/{channel}", h.search)
 		r.Post("/v1/previews", h.previews)
 		if cfg.Feed != nil {
 			r.Post("/v1/feed", h.feed)
@@ -217,6 +223,9 @@ func New(cfg Config) http.Handler {
 			gql := cfg.Encoder.Handler(cfg.GraphQL)
 			r.Get(graphQLPath, gql.ServeHTTP)
 			r.Post(graphQLPath, gql.ServeHTTP)
+		}
+		if cfg.Media != nil {
+			r.Get("/media/{channel}/{id}/{index}", h.media)
 		}
 		// The widget's data answers are limited like the API; its static
 		// assets are cheap but share the route.
@@ -333,6 +342,31 @@ func (h *handler) more(w http.ResponseWriter, r *http.Request) {
 	req := origin.Request{Kind: parser.KindMore, Channel: ch, Position: pos, After: dir == "after"}
 	h.serve(w, r, "more:"+dir+":"+strconv.Itoa(pos), req, func(res pages.Result) ([]byte, error) {
 		return EncodeJSON(MoreView(res.Page), false)
+	})
+}
+
+// GET /v1/search/{channel}?q=<query>: Telegram's own search of the
+// channel (t.me/s/<channel>?q=<query>), in /v1/body's shape: the channel
+// header and the matching posts of one search page, oldest first as on
+// every page; none when nothing matches.
+func (h *handler) search(w http.ResponseWriter, r *http.Request) {
+	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	qs := r.URL.Query()["q"]
+	if len(qs) != 1 {
+		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "give the search query once, as ?q=<text>"})
+		return
+	}
+	q, err := pages.ValidSearchQuery(qs[0])
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	h.serve(w, r, "search:"+url.QueryEscape(q), pages.SearchRequest(ch, q), func(res pages.Result) ([]byte, error) {
+		return EncodeJSON(BodyView(res.Page), false)
 	})
 }
 

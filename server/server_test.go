@@ -62,6 +62,8 @@ type envOptions struct {
 	pages          server.PageService // replaces the real page service
 	hotBytes       int64              // pages.Config.HotBytes
 	feed           bool               // serve POST /v1/feed from a real feed service
+	media          bool               // serve GET /media from the page service
+	deepHistory    int                // posts of fixtures.DeepChannel
 	graphQL        http.Handler       // server.Config.GraphQL
 	playground     http.Handler       // server.Config.Playground
 	cors           []string           // server.Config.CORSOrigins
@@ -73,7 +75,7 @@ type envOptions struct {
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	e := &env{t: t, clock: &testClock{t: time.Now()}}
-	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: opts.originPages})
+	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: opts.originPages, DeepHistory: opts.deepHistory})
 	ts := httptest.NewServer(e.origin)
 	t.Cleanup(ts.Close)
 
@@ -120,6 +122,13 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			t.Fatal(err)
 		}
 		cfg.Feed = fs
+	}
+	if opts.media {
+		m, ok := svc.(server.MediaService)
+		if !ok {
+			t.Fatalf("page service %T cannot serve media links", svc)
+		}
+		cfg.Media = m
 	}
 	e.h = server.New(cfg)
 	return e

@@ -64,6 +64,19 @@ query Filtered($channels: [String!]!) {
 			Variables: fmt.Sprintf(`{"channels": %s}`, names),
 		},
 		{
+			Query: fmt.Sprintf(`# Telegram's own search of a channel, newest matches first.
+query Search($query: String!) {
+  channel(username: %q) {
+    search(query: $query, first: 10) {
+      edges { node { messageId date url text { plain } } }
+      pageInfo { hasNextPage }
+    }
+  }
+}
+`, one),
+			Variables: `{"query": "tmefeed"}`,
+		},
+		{
 			Query: fmt.Sprintf(`# Preview cards; unknown names get an error of their own.
 query Previews {
   previews(usernames: [%q, "no_such_channel_here"]) {

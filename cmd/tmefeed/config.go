@@ -47,6 +47,7 @@ type serveConfig struct {
 	GraphQLMaxMB        int           // GRAPHQL_MAX_RESPONSE_MB, --graphql-max-response-mb
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
+	HistoryMaxPages     int           // HISTORY_MAX_PAGES, --history-max-pages
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
 	FrameAncestors      string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
 	EmbedPoll           time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
@@ -89,6 +90,7 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_RESPONSE_MB", "graphql-max-response-mb", "32", "largest GraphQL answer in MiB; a larger one is replaced by a COMPLEXITY_LIMIT_EXCEEDED error"},
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
+	{"HISTORY_MAX_PAGES", "history-max-pages", "10", "most t.me pages read per channel to reach older posts (Channel.posts first up to 200, feeds with since), 1..100"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
 	{"EMBED_FRAME_ANCESTORS", "embed-frame-ancestors", "*", "pages allowed to embed the /embed widget, as CSP frame-ancestors sources separated by spaces or commas, e.g. 'self' https://dash.example.com"},
 	{"EMBED_POLL_INTERVAL", "embed-poll-interval", "15s", "how often an open /embed widget asks whether its feed changed"},
@@ -217,6 +219,9 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	}
 	if cfg.FeedMaxChannels, err = strconv.Atoi(*vals["FEED_MAX_CHANNELS"]); err != nil || cfg.FeedMaxChannels < 1 || cfg.FeedMaxChannels > 1000 {
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
+	}
+	if cfg.HistoryMaxPages, err = strconv.Atoi(*vals["HISTORY_MAX_PAGES"]); err != nil || cfg.HistoryMaxPages < 1 || cfg.HistoryMaxPages > 100 {
+		bad("HISTORY_MAX_PAGES", errors.New("want a whole number from 1 to 100"))
 	}
 	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
 	cfg.FrameAncestors = *vals["EMBED_FRAME_ANCESTORS"]

@@ -24,7 +24,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		Port: 8080, Origin: "https://t.me", CacheMode: "normal", Refresh: 10 * time.Second,
 		MemoryMaxMB: 64, UpstreamTimeout: 10 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: slog.LevelInfo, LogFormat: "auto",
-		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100,
+		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100, HistoryMaxPages: 10,
 		Updater: true, UpdaterConcurrency: 16, UpdaterTop: 200,
 		BreakerFailures: 5, BreakerCoolDown: 10 * time.Second, RetryBudget: 0.2, NegativeTTL: 5 * time.Second,
 		GraphQLTimeout: 10 * time.Second, GraphQLMaxMB: 32,

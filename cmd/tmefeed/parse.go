@@ -19,7 +19,7 @@ const maxParseInput = 64 << 20
 func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("parse", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	kind := fs.String("kind", "", "page kind: body, more, preview or embed (detected when omitted)")
+	kind := fs.String("kind", "", "page kind: body, more, preview, embed or search (detected when omitted)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tmefeed parse [--kind body|more|preview|embed] FILE|-")
 		fmt.Fprintln(stderr, "Prints the page as the REST API's JSON; - reads standard input.")
@@ -92,6 +92,12 @@ func parseAs(kind parser.Kind, b []byte) (any, error) {
 		return &server.PreviewResponse{Channel: p}, nil
 	case parser.KindEmbed:
 		return parser.ParseEmbed(b)
+	case parser.KindSearch:
+		p, err := parser.ParseSearch(b)
+		if err != nil {
+			return nil, err
+		}
+		return server.BodyView(p), nil
 	}
-	return nil, errors.New("unknown --kind " + string(kind) + "; want body, more, preview or embed")
+	return nil, errors.New("unknown --kind " + string(kind) + "; want body, more, preview, embed or search")
 }

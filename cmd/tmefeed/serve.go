@@ -210,6 +210,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		HotBytes:    st.budget.Hot,
 		ParsedBytes: st.budget.Parsed,
 		Encoder:     enc,
+		// Feeds with since and long post windows walk this deep.
+		HistoryMaxPages: cfg.HistoryMaxPages,
 	})
 	// Live updates: with Valkey, events found by the process that fetched
 	// a changed page reach every process's subscribers through pub/sub.
@@ -269,6 +271,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Feed:       gql.feeds,
 		Widget:     embed,
 		PublicURL:  cfg.PublicURL,
+		Media:      st.pages,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins:    splitList(cfg.CORSOrigins),
 		Metrics:        st.metrics,

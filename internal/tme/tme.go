@@ -13,6 +13,7 @@ const (
 	KindMore    Kind = "more"    // POST t.me/s/<channel>?before=N|after=N (a JSON string of HTML)
 	KindPreview Kind = "preview" // t.me/<channel>
 	KindEmbed   Kind = "embed"   // t.me/<channel>/<id>?embed=1
+	KindSearch  Kind = "search"  // t.me/s/<channel>?q=<query>: the channel page with the matching posts
 )
 
 // ErrNotPage: the bytes are not a t.me page of the expected kind. The

@@ -1,0 +1,121 @@
+package pages
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// Defaults for the history walks.
+const (
+	// DefaultHistoryMaxPages bounds the pages one walk reads per channel:
+	// the newest page and 9 "more" chunks, about 200 posts.
+	DefaultHistoryMaxPages = 10
+	// DefaultWalkTimeout bounds one walk, which runs for every caller
+	// sharing it and so is not cancelled by any one of them.
+	DefaultWalkTimeout = 30 * time.Second
+)
+
+// walked is the outcome of one shared walk.
+type walked struct {
+	posts Posts
+	pages []Result
+	ages  pageAges
+}
+
+// pageAges is what a walk learned of the age of the pages it read, so that
+// every caller sharing the walk can note it in its own Freshness.
+type pageAges struct {
+	oldest time.Time
+	read   bool
+	stale  bool
+}
+
+type agesKey struct{}
+
+func withAges(ctx context.Context, a *pageAges) context.Context {
+	return context.WithValue(ctx, agesKey{}, a)
+}
+
+// noteAge records a page read into the walk's ages, if ctx is a walk's.
+func noteAge(ctx context.Context, res Result) {
+	a, ok := ctx.Value(agesKey{}).(*pageAges)
+	if !ok {
+		return
+	}
+	if !a.read || res.FetchedAt.Before(a.oldest) {
+		a.oldest = res.FetchedAt
+	}
+	a.read = true
+	a.stale = a.stale || res.Stale
+}
+
+func (a pageAges) note(ctx context.Context) {
+	if a.read {
+		NoteRead(ctx, a.oldest, a.stale)
+	}
+}
+
+// HistoryMaxPages is the most pages one walk reads per channel
+// (Config.HistoryMaxPages).
+func (s *Service) HistoryMaxPages() int { return s.historyPages }
+
+// Walks counts the walks run so far (Posts and History); callers that
+// joined a walk in progress do not count.
+func (s *Service) Walks() int64 { return s.walksRun.Load() }
+
+// History returns a channel's newest page followed by the older "more"
+// chunks that reach back to since: the walk stops at the first page holding
+// a post dated before since, at the channel's first post, or after
+// Config.HistoryMaxPages pages in all, whichever comes first. A zero since
+// reads the newest page only. Every page comes through the cache, as any
+// page read does; identical concurrent walks share one. Results are newest
+// page first and shared: they must not be modified.
+func (s *Service) History(ctx context.Context, channel string, since time.Time) ([]Result, error) {
+	key := "history|" + channel + "|"
+	if !since.IsZero() {
+		key += strconv.FormatInt(since.Unix(), 10)
+	}
+	r, err := s.walks.Do(ctx, key, func(ctx context.Context) (walked, error) {
+		ctx, cancel := context.WithTimeout(ctx, s.walkTimeout)
+		defer cancel()
+		s.walksRun.Add(1)
+		var ages pageAges
+		p, err := s.history(withAges(ctx, &ages), channel, since)
+		return walked{pages: p, ages: ages}, err
+	})
+	if err != nil {
+		NoteFailure(ctx, err)
+		return nil, err
+	}
+	r.ages.note(ctx)
+	return r.pages, nil
+}
+
+func (s *Service) history(ctx context.Context, channel string, since time.Time) ([]Result, error) {
+	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
+	if err != nil {
+		return nil, err
+	}
+	noteAge(ctx, res)
+	out := []Result{res}
+	for !since.IsZero() && len(out) < s.historyPages {
+		page := out[len(out)-1].Page
+		posts := page.Content.Posts // oldest first
+		next := page.Meta.Offset.Before
+		if len(posts) == 0 || next == 0 || posts[0].Footer.Date.Unix < since.Unix() {
+			break
+		}
+		res, err := s.Page(ctx, origin.Request{Kind: parser.KindMore, Channel: channel, Position: next})
+		if err != nil {
+			return nil, fmt.Errorf("%s: older posts before %d: %w", channel, next, err)
+		}
+		noteAge(ctx, res)
+		out = append(out, res)
+	}
+	return out, nil
+}
