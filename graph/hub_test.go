@@ -12,9 +12,9 @@ import (
 )
 
 // newHub is the live hub of a test process, over its page service.
-func newHub(t testing.TB, ps *pages.Service, refresh time.Duration) graph.LiveHub {
+func newHub(t testing.TB, ps *pages.Service, refresh time.Duration, buffer int) *live.Hub {
 	t.Helper()
-	h, err := live.New(live.Config{Pages: ps, Refresh: refresh, Buffer: hubBuffer, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := live.New(live.Config{Pages: ps, Refresh: refresh, Buffer: buffer, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,5 +22,14 @@ func newHub(t testing.TB, ps *pages.Service, refresh time.Duration) graph.LiveHu
 	return h
 }
 
-// hubBuffer is the events a test subscriber may leave unread.
-const hubBuffer = 8
+// newLiveEnv is an env that serves subscriptions, and its hub. buffer is
+// the events a subscriber may leave unread (0: the hub's default).
+func newLiveEnv(t *testing.T, o envOptions, buffer ...int) (*env, *live.Hub) {
+	t.Helper()
+	var hub *live.Hub
+	o.live = func(t testing.TB, ps *pages.Service, refresh time.Duration) graph.LiveHub {
+		hub = newHub(t, ps, refresh, append(buffer, 0)[0])
+		return hub
+	}
+	return newEnv(t, o), hub
+}
