@@ -74,5 +74,19 @@ query Previews {
 }
 `, one),
 		},
+		{
+			Query: `# Live updates: posts as they are published, edited and removed.
+# It runs until stopped (the same button); each event replaces the last.
+# Served over WebSocket (graphql-transport-ws) and as an event stream.
+subscription Updates($channels: [String!]!) {
+  feedUpdates(channels: $channels) {
+    kind
+    channel { username }
+    post { messageId date url text { plain } }
+  }
+}
+`,
+			Variables: fmt.Sprintf(`{"channels": %s}`, names),
+		},
 	}
 }
