@@ -44,6 +44,14 @@ type serveConfig struct {
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
+	Updater             bool          // UPDATER, --updater (on|off)
+	UpdaterConcurrency  int           // UPDATER_CONCURRENCY, --updater-concurrency
+	UpdaterTop          int           // UPDATER_TOP, --updater-top
+	SubsPerConnection   int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
+	SubsMax             int           // SUBSCRIPTIONS_MAX, --subscriptions-max
+	SubBuffer           int           // SUBSCRIPTION_BUFFER, --subscription-buffer
+	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
+	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -76,6 +84,14 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
+	{"UPDATER", "updater", "on", "on | off: refresh popular and watched channels' newest pages before they go stale"},
+	{"UPDATER_CONCURRENCY", "updater-concurrency", "16", "most origin fetches the updater makes at once"},
+	{"UPDATER_TOP", "updater-top", "200", "most popular channels the updater keeps fresh (watched channels come on top)"},
+	{"SUBSCRIPTIONS_PER_CONNECTION", "subscriptions-per-connection", "16", "most GraphQL subscriptions open at once on one WebSocket connection"},
+	{"SUBSCRIPTIONS_MAX", "subscriptions-max", "10000", "most GraphQL subscriptions (and WebSocket connections) open at once in the process"},
+	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
+	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
+	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -183,6 +199,27 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("FEED_MAX_CHANNELS", errors.New("want a whole number from 1 to 1000"))
 	}
 	cfg.CursorKey = *vals["CURSOR_KEY"] // any string: it is stretched into keys
+	switch *vals["UPDATER"] {
+	case "on":
+		cfg.Updater = true
+	case "off":
+	default:
+		bad("UPDATER", errors.New("want on or off"))
+	}
+	positive := func(env string, max int) int {
+		n, err := strconv.Atoi(*vals[env])
+		if err != nil || n < 1 || n > max {
+			bad(env, fmt.Errorf("want a whole number from 1 to %d", max))
+		}
+		return n
+	}
+	cfg.UpdaterConcurrency = positive("UPDATER_CONCURRENCY", 1024)
+	cfg.UpdaterTop = positive("UPDATER_TOP", 100_000)
+	cfg.SubsPerConnection = positive("SUBSCRIPTIONS_PER_CONNECTION", 1000)
+	cfg.SubsMax = positive("SUBSCRIPTIONS_MAX", 1_000_000)
+	cfg.SubBuffer = positive("SUBSCRIPTION_BUFFER", 100_000)
+	cfg.WSInitTimeout = duration(*vals["WS_INIT_TIMEOUT"], func(err error) { bad("WS_INIT_TIMEOUT", err) }, false)
+	cfg.StreamKeepAlive = duration(*vals["STREAM_KEEPALIVE"], func(err error) { bad("STREAM_KEEPALIVE", err) }, false)
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}

@@ -26,6 +26,9 @@ func TestServeConfigDefaults(t *testing.T) {
 		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100,
 		BreakerFailures: 5, BreakerCoolDown: 10 * time.Second, RetryBudget: 0.2, NegativeTTL: 5 * time.Second,
 		GraphQLTimeout: 10 * time.Second, GraphQLMaxMB: 32,
+		Updater: true, UpdaterConcurrency: 16, UpdaterTop: 200,
+		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64,
+		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

@@ -19,6 +19,8 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/internal/keys"
+	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
@@ -63,6 +65,16 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Subscriptions live on connections Shutdown does not wait for
+	// (WebSocket) or would wait for until its deadline (event streams):
+	// they are ended, with the reason, as shutting down begins.
+	srv.RegisterOnShutdown(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := st.gql.Shutdown(ctx); err != nil {
+			log.Warn("subscriptions did not end in time", "err", err)
+		}
+	})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "origin", originURL, "cache_mode", cfg.CacheMode, "demo", cfg.Demo)
@@ -99,11 +111,47 @@ func newLogger(cfg serveConfig, w io.Writer) *slog.Logger {
 
 // demoOrigin is the fixture origin running in-process on a loopback port.
 type demoOrigin struct {
-	url string
-	srv *http.Server
+	url  string
+	srv  *http.Server
+	stop chan struct{}
+	done chan struct{}
 }
 
-func (d *demoOrigin) Close() { _ = d.srv.Close() }
+func (d *demoOrigin) Close() {
+	close(d.stop)
+	<-d.done
+	_ = d.srv.Close()
+}
+
+// The demo's live channel: a post is published there every demoEvery, and
+// the one published demoKeep before removed, so that subscriptions in the
+// playground see NEW and REMOVED events while the page stays small.
+const (
+	demoChannel = "tmefeed_news"
+	demoEvery   = 15 * time.Second
+	demoKeep    = 3
+)
+
+// publish runs the demo channel's posts until stop.
+func (d *demoOrigin) publish(o *fixtures.Origin, log *slog.Logger) {
+	defer close(d.done)
+	tick := time.NewTicker(demoEvery)
+	defer tick.Stop()
+	var ids []int
+	for {
+		select {
+		case <-d.stop:
+			return
+		case now := <-tick.C:
+			ids = append(ids, o.PublishPost(demoChannel, "Demo post published at "+now.UTC().Format(time.TimeOnly)+" UTC. Subscriptions watching @"+demoChannel+" receive it."))
+			if len(ids) > demoKeep {
+				o.RemovePost(demoChannel, ids[0])
+				ids = ids[1:]
+			}
+			log.Debug("demo post published", "channel", demoChannel, "id", ids[len(ids)-1])
+		}
+	}
+}
 
 // startDemoOrigin serves the built-in fixture pages on 127.0.0.1 and logs
 // the channels they hold, so the API works with no network.
@@ -119,10 +167,12 @@ func startDemoOrigin(log *slog.Logger) (*demoOrigin, error) {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() { _ = srv.Serve(ln) }()
-	d := &demoOrigin{url: "http://" + ln.Addr().String(), srv: srv}
+	d := &demoOrigin{url: "http://" + ln.Addr().String(), srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
+	go d.publish(o, log)
 	log.Info("demo mode: serving built-in fixture pages, no requests go to Telegram",
 		"origin", d.url,
 		"channels", strings.Join(o.Channels(), ","),
+		"live_channel", demoChannel, "new_post_every", demoEvery,
 		"previews", strings.Join(previewNames(fixtures.Pages()), ","))
 	return d, nil
 }
@@ -146,6 +196,8 @@ type stack struct {
 	pages     *pages.Service
 	feeds     *feed.Service
 	graph     *graph.Stores
+	gql       *graph.Handler
+	hub       *live.Hub
 }
 
 // newStack builds the service over the origin at originURL.
@@ -186,12 +238,35 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	if v, ok := pageCache.(*cache.Valkey); ok {
 		apq = v.KV()
 	}
-	gql, err := newGraphQL(cfg, st.budget, st.pages, apq, log)
+	// Live updates: with Valkey, the process that refreshed a page
+	// publishes its changes to every process.
+	var bus live.Publisher
+	if v, ok := pageCache.(*cache.Valkey); ok {
+		bus = v.Bus(keys.LiveEvents)
+	}
+	st.hub, err = live.New(live.Config{
+		Pages:       st.pages,
+		Publisher:   bus,
+		MaxChannels: cfg.FeedMaxChannels,
+		Buffer:      cfg.SubBuffer,
+		Refresh:     cfg.Refresh,
+		Updater: live.UpdaterConfig{
+			Off:         !cfg.Updater,
+			Concurrency: cfg.UpdaterConcurrency,
+			Top:         cfg.UpdaterTop,
+		},
+		Logger: log,
+	})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("live: %w", err)
+	}
+	gql, err := newGraphQL(cfg, st.budget, st.pages, st.hub, apq, log)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	st.feeds, st.graph = gql.feeds, gql.stores
+	st.feeds, st.graph, st.gql = gql.feeds, gql.stores, gql.handler
 	st.handler = server.New(server.Config{
 		Pages:      st.pages,
 		Refresh:    cfg.Refresh,
@@ -208,6 +283,9 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 
 // Close releases the cache and the stores' background goroutines.
 func (st *stack) Close() {
+	if st.hub != nil {
+		st.hub.Close()
+	}
 	if st.feeds != nil {
 		st.feeds.Close()
 	}

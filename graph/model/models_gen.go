@@ -40,13 +40,14 @@ type FeedFilter struct {
 type Query struct {
 }
 
-// Live updates. Subscriptions are served over WebSocket with the
-// `graphql-transport-ws` subprotocol (the `graphql-ws` package, Apollo, urql)
-// and over Server-Sent Events (POST /graphql with `Accept: text/event-stream`);
-// queries are answered over GET and POST only. A stream the server ends
-// itself (the client read too slowly, the server is shutting down) ends with
-// a last payload holding only an error with `extensions.code`, then
-// completes; see docs/subscriptions.md.
+// Live updates, served over WebSocket with the `graphql-transport-ws`
+// subprotocol (the `graphql-ws` package, Apollo, urql) and as Server-Sent
+// Events (POST /graphql with `Accept: text/event-stream`). A stream that ends
+// for any reason but the client's own (a limit, a bad argument,
+// SLOW_SUBSCRIBER, SHUTTING_DOWN) sends a last payload holding only the error,
+// with `extensions.code`, then completes; a document that does not parse or
+// validate is a graphql-transport-ws `error` message. See the README,
+// "Subscriptions".
 type Subscription struct {
 }
 
@@ -198,7 +199,9 @@ type FeedUpdateKind string
 const (
 	// The post is new on its channel's page.
 	FeedUpdateKindNew FeedUpdateKind = "NEW"
-	// The post changed: text, media, poll, link preview or edited mark. Views and reactions alone are not sent.
+	// The post changed: its text, media, poll question or options, link
+	// preview, location, buttons or service text, or Telegram newly marks it
+	// edited. Views, reactions and poll results alone are not sent.
 	FeedUpdateKindEdited FeedUpdateKind = "EDITED"
 	// The post left the channel's newest page while newer posts stayed on it:
 	// deleted. `post` is the post as last seen.
