@@ -75,9 +75,10 @@ query Previews {
 `, one),
 		},
 		{
-			Query: `# Live updates: posts as they are published, edited and removed.
-# It runs until stopped (the same button); each event replaces the last.
-# Served over WebSocket (graphql-transport-ws) and as an event stream.
+			Query: `# Live updates: posts as they are published,
+# edited and removed, over a WebSocket. It runs
+# until stopped (the same button); each event
+# replaces the last one shown.
 subscription Updates($channels: [String!]!) {
   feedUpdates(channels: $channels) {
     kind
