@@ -127,7 +127,7 @@ func (d *demoOrigin) Close() {
 // the one published demoKeep before removed, so that subscriptions in the
 // playground see NEW and REMOVED events while the page stays small.
 const (
-	demoChannel = "tmefeed_news"
+	demoChannel = "just_launched"
 	demoEvery   = 15 * time.Second
 	demoKeep    = 3
 )
