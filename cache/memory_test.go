@@ -725,3 +725,42 @@ func TestRememberedFailuresCountAgainstMaxBytes(t *testing.T) {
 		t.Errorf("Stats.Bytes = %d, want the %d B of failures, within MaxBytes %d", s.Bytes, held, maxBytes)
 	}
 }
+
+// RefreshOlderThan reloads a copy before its refresh point and waits for
+// it; the loader sees the copy it replaces through Previous. A copy
+// younger than the given age is served without a load.
+func TestMemoryRefreshOlderThan(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+	var loads int
+	var prevSeen []string
+	load := func(ctx context.Context) (Entry, error) {
+		loads++
+		if p, ok := Previous(ctx); ok {
+			prevSeen = append(prevSeen, string(p.Value))
+		} else {
+			prevSeen = append(prevSeen, "")
+		}
+		return Entry{Value: []byte(fmt.Sprint("v", loads))}, nil
+	}
+	ctx := context.Background()
+	if _, err := m.Get(ctx, "k", load); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(5 * time.Second)
+	if e, _ := m.Get(RefreshOlderThan(ctx, 6*time.Second), "k", load); string(e.Value) != "v1" || loads != 1 {
+		t.Errorf("a 5s copy under RefreshOlderThan(6s): %q after %d loads, want v1 without a load", e.Value, loads)
+	}
+	clock.Advance(2 * time.Second)
+	e, err := m.Get(RefreshOlderThan(ctx, 6*time.Second), "k", load)
+	if err != nil || string(e.Value) != "v2" || e.Stale || loads != 2 {
+		t.Errorf("a 7s copy under RefreshOlderThan(6s): %q stale %v after %d loads (%v), want v2 fresh", e.Value, e.Stale, loads, err)
+	}
+	if want := []string{"", "v1"}; fmt.Sprint(prevSeen) != fmt.Sprint(want) {
+		t.Errorf("loaders saw previous copies %q, want %q", prevSeen, want)
+	}
+	// A plain Get of the 0s copy is a hit.
+	if e, _ := m.Get(ctx, "k", load); string(e.Value) != "v2" || loads != 2 {
+		t.Errorf("plain Get: %q after %d loads", e.Value, loads)
+	}
+}

@@ -81,7 +81,9 @@ func TestSubscriptionFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := p.hub.Subscribe(ctx, live.Request{Channels: []string{"emoji_party"}})
-	waitFor(t, "the first copies", func() bool { return w.origin.Requests("/s/tmefeed_news") > 0 && w.origin.Requests("/s/emoji_party") > 0 })
+	waitFor(t, "the first copies", func() bool {
+		return w.origin.Requests("/s/tmefeed_news") > 0 && w.origin.Requests("/s/emoji_party") > 0
+	})
 
 	w.origin.PublishPost("tmefeed_news", "just chatting")
 	w.origin.PublishPost("tmefeed_news", "Release 2.0 is out")

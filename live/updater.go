@@ -53,6 +53,8 @@ type UpdaterStats struct {
 	Lag         time.Duration // how far past its refresh point the latest page was when the last cycle refreshed it (0: none was late)
 	PausedUntil time.Time     // no loads before this (an origin Retry-After or open breaker)
 	MaxInFlight int64         // most loads in flight at once
+	// Bytes estimates the heap the popularity counts take.
+	Bytes int64
 }
 
 // updater refreshes the popular and watched channels' newest pages.
@@ -232,6 +234,7 @@ func (u *updater) stats() UpdaterStats {
 		Lag:         time.Duration(u.lag.Load()),
 		PausedUntil: time.Unix(0, u.pausedNs.Load()),
 		MaxInFlight: u.maxInFlight.Load(),
+		Bytes:       u.popular.bytes(),
 	}
 }
 
@@ -243,11 +246,24 @@ type popularity struct {
 	counts sync.Map // channel → *atomic.Int64: reads since the last cycle
 	size   atomic.Int64
 	scores map[string]float64 // the updater goroutine's own
+	scored atomic.Int64       // len(scores), for bytes
 }
 
 // maxCounted bounds the channels counted between two cycles: reads of
 // further channels wait for the next cycle to make room.
-func (p *popularity) maxCounted() int64 { return int64(8*p.top + 1024) }
+func (p *popularity) maxCounted() int64 { return int64(4*p.top + 256) }
+
+// Heap per counted channel (sync.Map entry, key, counter) and per scored
+// one (map slot, key): estimates from the types' sizes, generous.
+const (
+	countedBytes = 160
+	scoredBytes  = 96
+)
+
+// bytes estimates the heap the counts and scores take.
+func (p *popularity) bytes() int64 {
+	return p.size.Load()*countedBytes + p.scored.Load()*scoredBytes
+}
 
 func newPopularity(top int, factor float64) *popularity {
 	return &popularity{top: top, factor: factor, scores: map[string]float64{}}
@@ -303,6 +319,7 @@ func (p *popularity) decay() []string {
 		}
 		all = all[:p.top]
 	}
+	p.scored.Store(int64(len(p.scores)))
 	out := make([]string, len(all))
 	for i, x := range all {
 		out[i] = x.ch

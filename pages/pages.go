@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -131,8 +132,42 @@ func (s *Service) noteNewest(r origin.Request) {
 // the cache (and its lease) when the cached copy is at least olderThan
 // old, although it may not have reached its refresh point yet: a
 // background updater calls it so that users find the page fresh.
+//
+// The cache keeps its copy when the reload fails (stale-if-error); the
+// reload's error is returned anyway, beside that copy, so that the caller
+// can back off (see RetryAt).
 func (s *Service) RefreshNewest(ctx context.Context, channel string, olderThan time.Duration) (Result, error) {
-	return s.load(cache.RefreshOlderThan(ctx, olderThan), origin.Request{Kind: parser.KindBody, Channel: channel})
+	slot := &loadFailure{}
+	ctx = context.WithValue(cache.RefreshOlderThan(ctx, olderThan), loadFailureKey{}, slot)
+	res, err := s.load(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
+	if err == nil {
+		err = slot.get()
+	}
+	return res, err
+}
+
+// loadFailure receives the error of a load the caller started, when the
+// cache answers with a copy instead.
+type loadFailure struct {
+	mu  sync.Mutex
+	err error
+}
+
+type loadFailureKey struct{}
+
+func (f *loadFailure) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// noteLoadFailure hands err to the loadFailure ctx carries, if any.
+func noteLoadFailure(ctx context.Context, err error) {
+	if f, ok := ctx.Value(loadFailureKey{}).(*loadFailure); ok {
+		f.mu.Lock()
+		f.err = err
+		f.mu.Unlock()
+	}
 }
 
 // RetryAt reports when err, a failed read, says the origin may be asked
@@ -378,6 +413,7 @@ func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
 	e, err := s.cache.Get(ctx, r.Key(), func(ctx context.Context) (cache.Entry, error) {
 		b, err := s.origin.Fetch(ctx, r)
 		if err != nil {
+			noteLoadFailure(ctx, err)
 			return cache.Entry{}, err
 		}
 		// Parse before storing: bytes that are not a page of the expected

@@ -44,7 +44,7 @@ type serveConfig struct {
 	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
 	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
 	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
-	Updater             bool          // UPDATER, --updater (on|off)
+	Updater             bool          // UPDATER, --updater (on | off)
 	UpdaterConcurrency  int           // UPDATER_CONCURRENCY, --updater-concurrency
 	UpdaterTop          int           // UPDATER_TOP, --updater-top
 	SubsPerConnection   int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
@@ -84,9 +84,9 @@ var serveSettings = []setting{
 	{"GRAPHQL_MAX_EXPENSIVE", "graphql-max-expensive", "0", "CPU-bound GraphQL work (new or large documents, introspection) run at once; 0 = half the CPUs"},
 	{"FEED_MAX_CHANNELS", "feed-max-channels", "100", "most channels one feed may merge"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
-	{"UPDATER", "updater", "on", "on | off: refresh popular and watched channels' newest pages before they go stale"},
-	{"UPDATER_CONCURRENCY", "updater-concurrency", "16", "most origin fetches the updater makes at once"},
-	{"UPDATER_TOP", "updater-top", "200", "most popular channels the updater keeps fresh (watched channels come on top)"},
+	{"UPDATER", "updater", "on", "on | off: refresh popular and subscribed channels' pages in the background, shortly before their refresh point"},
+	{"UPDATER_CONCURRENCY", "updater-concurrency", "16", "most origin fetches the background updater runs at once"},
+	{"UPDATER_TOP", "updater-top", "200", "most popular channels the updater keeps fresh (channels with a subscriber come on top)"},
 	{"SUBSCRIPTIONS_PER_CONNECTION", "subscriptions-per-connection", "16", "most GraphQL subscriptions open at once on one WebSocket connection"},
 	{"SUBSCRIPTIONS_MAX", "subscriptions-max", "10000", "most GraphQL subscriptions (and WebSocket connections) open at once in the process"},
 	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
@@ -206,6 +206,12 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	default:
 		bad("UPDATER", errors.New("want on or off"))
 	}
+	if cfg.UpdaterConcurrency, err = strconv.Atoi(*vals["UPDATER_CONCURRENCY"]); err != nil || cfg.UpdaterConcurrency < 1 || cfg.UpdaterConcurrency > 1024 {
+		bad("UPDATER_CONCURRENCY", errors.New("want a whole number from 1 to 1024"))
+	}
+	if cfg.UpdaterTop, err = strconv.Atoi(*vals["UPDATER_TOP"]); err != nil || cfg.UpdaterTop < 1 || cfg.UpdaterTop > 100000 {
+		bad("UPDATER_TOP", errors.New("want a whole number from 1 to 100000"))
+	}
 	positive := func(env string, max int) int {
 		n, err := strconv.Atoi(*vals[env])
 		if err != nil || n < 1 || n > max {
@@ -213,8 +219,6 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		}
 		return n
 	}
-	cfg.UpdaterConcurrency = positive("UPDATER_CONCURRENCY", 1024)
-	cfg.UpdaterTop = positive("UPDATER_TOP", 100_000)
 	cfg.SubsPerConnection = positive("SUBSCRIPTIONS_PER_CONNECTION", 1000)
 	cfg.SubsMax = positive("SUBSCRIPTIONS_MAX", 1_000_000)
 	cfg.SubBuffer = positive("SUBSCRIPTION_BUFFER", 100_000)

@@ -24,9 +24,9 @@ func TestServeConfigDefaults(t *testing.T) {
 		MemoryMaxMB: 64, UpstreamTimeout: 10 * time.Second, ShutdownTimeout: 15 * time.Second,
 		LogLevel: slog.LevelInfo, LogFormat: "text",
 		ValkeyTimeout: 250 * time.Millisecond, Introspection: true, FeedMaxChannels: 100,
+		Updater: true, UpdaterConcurrency: 16, UpdaterTop: 200,
 		BreakerFailures: 5, BreakerCoolDown: 10 * time.Second, RetryBudget: 0.2, NegativeTTL: 5 * time.Second,
 		GraphQLTimeout: 10 * time.Second, GraphQLMaxMB: 32,
-		Updater: true, UpdaterConcurrency: 16, UpdaterTop: 200,
 		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64,
 		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
 	}

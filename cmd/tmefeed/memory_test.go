@@ -149,10 +149,6 @@ func TestMemoryBudget(t *testing.T) {
 		"MEMORY_CACHE_MAX_MB="+strconv.Itoa(memBudgetMB),
 		"MEMORY_LIMIT_MB=", "GOMEMLIMIT=", // the default derived from the budget
 		"CACHE_MODE=aggressive", // nothing is refreshed during the run
-		// The updater's read counts are bounded by UPDATER_TOP, not by the
-		// budget (up to 8×TOP+1024 channels, about 0.5 MB here): they are
-		// not one of the stores measured against it.
-		"UPDATER=off",
 		"LOG_LEVEL=warn",
 	)
 	var stderr lockedBuffer

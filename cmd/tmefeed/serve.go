@@ -19,7 +19,6 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
-	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
@@ -187,6 +186,9 @@ func previewNames(pagesFS fs.FS) []string {
 	return out
 }
 
+// liveChannel is the Valkey pub/sub channel live events travel on.
+const liveChannel = "tmefeed:live:v1"
+
 // stack is the service behind the listener: cache, origin client, page,
 // feed and GraphQL services and the HTTP handler, sized by one budget.
 type stack struct {
@@ -197,7 +199,7 @@ type stack struct {
 	feeds     *feed.Service
 	graph     *graph.Stores
 	gql       *graph.Handler
-	hub       *live.Hub
+	live      *live.Hub // live updates: the background updater and subscriptions
 }
 
 // newStack builds the service over the origin at originURL.
@@ -231,20 +233,13 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		HotBytes:    st.budget.Hot,
 		ParsedBytes: st.budget.Parsed,
 	})
-	// Persisted queries are shared through Valkey; without it the GraphQL
-	// stores' own bounded map is all there is (a second in-process copy
-	// would only take memory).
-	var apq graph.KV
-	if v, ok := pageCache.(*cache.Valkey); ok {
-		apq = v.KV()
-	}
-	// Live updates: with Valkey, the process that refreshed a page
-	// publishes its changes to every process.
+	// Live updates: with Valkey, events found by the process that fetched
+	// a changed page reach every process's subscribers through pub/sub.
 	var bus live.Publisher
 	if v, ok := pageCache.(*cache.Valkey); ok {
-		bus = v.Bus(keys.LiveEvents)
+		bus = v.Bus(liveChannel)
 	}
-	st.hub, err = live.New(live.Config{
+	st.live, err = live.New(live.Config{
 		Pages:       st.pages,
 		Publisher:   bus,
 		MaxChannels: cfg.FeedMaxChannels,
@@ -259,9 +254,16 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	})
 	if err != nil {
 		st.Close()
-		return nil, fmt.Errorf("live: %w", err)
+		return nil, err
 	}
-	gql, err := newGraphQL(cfg, st.budget, st.pages, st.hub, apq, log)
+	// Persisted queries are shared through Valkey; without it the GraphQL
+	// stores' own bounded map is all there is (a second in-process copy
+	// would only take memory).
+	var apq graph.KV
+	if v, ok := pageCache.(*cache.Valkey); ok {
+		apq = v.KV()
+	}
+	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -283,8 +285,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 
 // Close releases the cache and the stores' background goroutines.
 func (st *stack) Close() {
-	if st.hub != nil {
-		st.hub.Close()
+	if st.live != nil {
+		st.live.Close() // first: its updater reads through the cache
 	}
 	if st.feeds != nil {
 		st.feeds.Close()
@@ -305,10 +307,11 @@ type memoryUsage struct {
 	Builds   int64 // kept feed builds without their parsed pages
 	Rendered int64
 	GraphQL  int64
+	Live     int64 // the updater's popularity counts
 }
 
 func (u memoryUsage) Total() int64 {
-	return u.Pages + u.Hot + u.Parses + u.Builds + u.Rendered + u.GraphQL
+	return u.Pages + u.Hot + u.Parses + u.Builds + u.Rendered + u.GraphQL + u.Live
 }
 
 // memory returns the accounted bytes, after finishing pending evictions.
@@ -323,6 +326,7 @@ func (st *stack) memory() memoryUsage {
 		Builds:   fs.KeptOwnBytes,
 		Rendered: int64(fs.RenderedBytes),
 		GraphQL:  st.graph.Bytes(),
+		Live:     st.live.Stats().Updater.Bytes,
 	}
 	switch c := st.pageCache.(type) {
 	case *cache.Memory:

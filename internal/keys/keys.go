@@ -47,7 +47,3 @@ func side(key, suffix string) string {
 	}
 	return "{" + key + "}:" + suffix
 }
-
-// LiveEvents is the pub/sub channel live updates travel between processes
-// on; the version changes with the messages' format.
-const LiveEvents = "tme:v1:live"
