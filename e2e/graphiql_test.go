@@ -44,6 +44,22 @@ const (
 	executeButton   = `document.querySelector('.graphiql-execute-button')`
 )
 
+// wsSpy wraps the page's WebSocket to note the types of the messages
+// received (window.__wsFrames), the subprotocol and whether it closed.
+const wsSpy = `(() => {
+  if (window.__wsFrames) return;
+  window.__wsFrames = [];
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener('open', () => { window.__wsProtocol = this.protocol; });
+      this.addEventListener('message', (e) => { try { window.__wsFrames.push(JSON.parse(e.data).type); } catch (err) {} });
+      this.addEventListener('close', () => { window.__wsClosed = true; });
+    }
+  };
+})()`
+
 var operationName = regexp.MustCompile(`(?m)^(?:query|mutation|subscription)\s+(\w+)`)
 
 // openPlayground serves the demo (or E2E_BASE_URL) and opens the
@@ -127,10 +143,28 @@ func TestGraphiQLRunsEveryPreloadedTab(t *testing.T) {
 		if m := operationName.FindStringSubmatch(tab.Query); m != nil {
 			page.waitFor(t, ctx, queryEditor+`.operationName === `+strconv.Quote(m[1]))
 		}
+		subscription := strings.Contains(tab.Query, "\nsubscription ")
+		if subscription {
+			// GraphiQL opens its graphql-ws client on the first Run, with
+			// the WebSocket the page has then: this one notes the types of
+			// the messages the server sends.
+			page.eval(t, ctx, wsSpy)
+		}
 		page.click(t, ctx, executeButton)
-		// The answer is in once the response pane holds a whole JSON value.
+		if subscription {
+			page.waitFor(t, ctx, `window.__wsFrames.includes('connection_ack')`)
+			var proto string
+			page.evalInto(t, ctx, `window.__wsProtocol`, &proto)
+			t.Logf("tab %d: the subscription connected over WebSocket (%s); waiting for the demo's next post", i+1, proto)
+		}
+		// The answer is in once the response pane holds a whole JSON value
+		// (for a subscription: its first event).
 		page.waitFor(t, ctx, `(() => { const v = `+responsePane+`.getValue(); return v !== '' && JSON.parse(v) !== null; })()`)
 		page.evalInto(t, ctx, responsePane+`.getValue()`, &resp)
+		if subscription {
+			page.click(t, ctx, executeButton) // stop it
+			page.waitFor(t, ctx, `window.__wsFrames.includes('complete') || window.__wsClosed`)
+		}
 		page.screenshot(t, ctx, filepath.Join(page.artifacts, fmt.Sprintf("graphiql-tab-%d.png", i+1)))
 
 		var out struct {

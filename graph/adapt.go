@@ -32,29 +32,39 @@ func feedRequest(channels []string, first *int, after *string, last *int, before
 		}
 		req.Order = o
 	}
-	if f := filter; f != nil {
-		for _, k := range f.MediaKinds {
-			mk, err := model.ParserMediaKind(k)
-			if err != nil {
-				return req, err
-			}
-			req.Filter.MediaKinds = append(req.Filter.MediaKinds, mk)
-		}
-		req.Filter.Hashtags = f.Hashtags
-		if f.Query != nil {
-			req.Filter.Query = *f.Query
-		}
-		if f.Since != nil {
-			req.Filter.Since = *f.Since
-		}
-		if f.Until != nil {
-			req.Filter.Until = *f.Until
-		}
-		req.Filter.ExcludeForwarded = f.ExcludeForwarded != nil && *f.ExcludeForwarded
-		req.Filter.ExcludeReplies = f.ExcludeReplies != nil && *f.ExcludeReplies
-		req.Filter.ExcludeService = f.ExcludeService != nil && *f.ExcludeService
+	var err error
+	req.Filter, err = feedFilter(filter)
+	return req, err
+}
+
+// feedFilter turns a FeedFilter argument (of feed and feedUpdates) into a
+// feed.Filter.
+func feedFilter(f *model.FeedFilter) (feed.Filter, error) {
+	var out feed.Filter
+	if f == nil {
+		return out, nil
 	}
-	return req, nil
+	for _, k := range f.MediaKinds {
+		mk, err := model.ParserMediaKind(k)
+		if err != nil {
+			return out, err
+		}
+		out.MediaKinds = append(out.MediaKinds, mk)
+	}
+	out.Hashtags = f.Hashtags
+	if f.Query != nil {
+		out.Query = *f.Query
+	}
+	if f.Since != nil {
+		out.Since = *f.Since
+	}
+	if f.Until != nil {
+		out.Until = *f.Until
+	}
+	out.ExcludeForwarded = f.ExcludeForwarded != nil && *f.ExcludeForwarded
+	out.ExcludeReplies = f.ExcludeReplies != nil && *f.ExcludeReplies
+	out.ExcludeService = f.ExcludeService != nil && *f.ExcludeService
+	return out, nil
 }
 
 // feedPageSize is the most posts a feed field with these arguments can

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -29,7 +30,7 @@ type env struct {
 	cache  cache.Cache
 	pages  *pages.Service
 	feed   *feed.Service
-	gql    http.Handler // the GraphQL handler alone
+	gql    *graph.Handler // the GraphQL handler alone
 	srv    *httptest.Server
 	// originSrv serves the fixture origin.
 	originSrv *httptest.Server
@@ -55,6 +56,14 @@ type envOptions struct {
 	maxResponse     int
 	maxValues       int              // HandlerConfig.MaxExecutingValues
 	now             func() time.Time // the clock of the cache, feeds and handler
+	// live builds the hub subscriptions read; nil serves none.
+	live func(t testing.TB, ps *pages.Service, refresh time.Duration) graph.LiveHub
+	// refresh is the cache's refresh point; zero means an hour.
+	refresh     time.Duration
+	subsPerConn int
+	maxSubs     int
+	initTimeout time.Duration
+	keepAlive   time.Duration
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -72,14 +81,14 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	store := o.shared
 	if store == nil {
-		mem, err := cache.NewMemory(cache.MemoryConfig{Refresh: time.Hour, MaxBytes: 256 << 20, Now: o.now})
+		mem, err := cache.NewMemory(cache.MemoryConfig{Refresh: cmp.Or(o.refresh, time.Hour), MaxBytes: 256 << 20, Now: o.now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = mem.Close() })
 		store = mem
 	}
-	ps := pages.New(pages.Config{Cache: store, Origin: client, ParsedBytes: 64 << 20})
+	ps := pages.New(pages.Config{Cache: store, Origin: client, ParsedBytes: 64 << 20, Refresh: o.refresh})
 	refresh := o.feedRefresh
 	if refresh == 0 {
 		refresh = time.Hour
@@ -102,6 +111,15 @@ func newEnv(t testing.TB, o envOptions) *env {
 		MaxExecutingValues:   o.maxValues,
 		Refresh:              time.Hour,
 		Now:                  o.now,
+		Origins:              o.corsOrigins,
+
+		SubscriptionsPerConnection: o.subsPerConn,
+		MaxSubscriptions:           o.maxSubs,
+		InitTimeout:                o.initTimeout,
+		KeepAlive:                  o.keepAlive,
+	}
+	if o.live != nil {
+		cfg.Live = o.live(t, ps, cmp.Or(o.refresh, time.Hour))
 	}
 	graph.SetParseHook(&cfg, o.onParse)
 	gh, err := graph.NewHandler(cfg)

@@ -33,6 +33,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Channel() ChannelResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 }
 
 type DirectiveRoot struct {
@@ -97,6 +98,12 @@ type ComplexityRoot struct {
 		Channel func(childComplexity int) int
 		Post    func(childComplexity int) int
 		Score   func(childComplexity int) int
+	}
+
+	FeedUpdate struct {
+		Channel func(childComplexity int) int
+		Kind    func(childComplexity int) int
+		Post    func(childComplexity int) int
 	}
 
 	Forward struct {
@@ -235,6 +242,10 @@ type ComplexityRoot struct {
 		Type func(childComplexity int) int
 	}
 
+	Subscription struct {
+		FeedUpdates func(childComplexity int, channels []string, filter *model.FeedFilter) int
+	}
+
 	Text struct {
 		Entities func(childComplexity int) int
 		HTML     func(childComplexity int) int
@@ -266,6 +277,9 @@ type QueryResolver interface {
 	Post(ctx context.Context, channel string, messageID int) (*model.Post, error)
 	Previews(ctx context.Context, usernames []string) ([]*model.PreviewResult, error)
 	Feed(ctx context.Context, channels []string, first *int, after *string, last *int, before *string, order *model.FeedOrder, filter *model.FeedFilter) (*model.FeedConnection, error)
+}
+type SubscriptionResolver interface {
+	FeedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -536,6 +550,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedItem.Score(childComplexity), true
+
+	case "FeedUpdate.channel":
+		if e.ComplexityRoot.FeedUpdate.Channel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedUpdate.Channel(childComplexity), true
+	case "FeedUpdate.kind":
+		if e.ComplexityRoot.FeedUpdate.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedUpdate.Kind(childComplexity), true
+	case "FeedUpdate.post":
+		if e.ComplexityRoot.FeedUpdate.Post == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedUpdate.Post(childComplexity), true
 
 	case "Forward.name":
 		if e.ComplexityRoot.Forward.Name == nil {
@@ -1095,6 +1128,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ServiceMessage.Type(childComplexity), true
 
+	case "Subscription.feedUpdates":
+		if e.ComplexityRoot.Subscription.FeedUpdates == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_feedUpdates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.FeedUpdates(childComplexity, args["channels"].([]string), args["filter"].(*model.FeedFilter)), true
+
 	case "Text.entities":
 		if e.ComplexityRoot.Text.Entities == nil {
 			break
@@ -1195,6 +1240,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			}
 
 			return &response
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
 		}
 
 	default:
@@ -1359,6 +1421,18 @@ func (ec *executionContext) childFields_FeedItem(ctx context.Context, field grap
 		return ec.fieldContext_FeedItem_score(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type FeedItem", field.Name)
+}
+
+func (ec *executionContext) childFields_FeedUpdate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_FeedUpdate_kind(ctx, field)
+	case "post":
+		return ec.fieldContext_FeedUpdate_post(ctx, field)
+	case "channel":
+		return ec.fieldContext_FeedUpdate_channel(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type FeedUpdate", field.Name)
 }
 
 func (ec *executionContext) childFields_Forward(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1972,6 +2046,28 @@ func (ec *executionContext) field_Query_previews_args(ctx context.Context, rawAr
 		return nil, err
 	}
 	args["usernames"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_feedUpdates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "channels",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNString2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["channels"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+		func(ctx context.Context, v any) (*model.FeedFilter, error) {
+			return ec.unmarshalOFeedFilter2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedFilter(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["filter"] = arg1
 	return args, nil
 }
 
@@ -3049,6 +3145,93 @@ func (ec *executionContext) _FeedItem_score(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_FeedItem_score(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("FeedItem", field, true, false, "Float")
+}
+
+func (ec *executionContext) _FeedUpdate_kind(ctx context.Context, field graphql.CollectedField, obj *model.FeedUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedUpdate_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.FeedUpdateKind) graphql.Marshaler {
+			return ec.marshalNFeedUpdateKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedUpdateKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedUpdate_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedUpdate", field, false, false, "FeedUpdateKind")
+}
+
+func (ec *executionContext) _FeedUpdate_post(ctx context.Context, field graphql.CollectedField, obj *model.FeedUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedUpdate_post(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Post(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Post) graphql.Marshaler {
+			return ec.marshalNPost2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐPost(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedUpdate_post(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FeedUpdate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Post(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _FeedUpdate_channel(ctx context.Context, field graphql.CollectedField, obj *model.FeedUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedUpdate_channel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Channel(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Channel) graphql.Marshaler {
+			return ec.marshalNChannel2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐChannel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedUpdate_channel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "FeedUpdate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Channel(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Forward_name(ctx context.Context, field graphql.CollectedField, obj *model.Forward) (ret graphql.Marshaler) {
@@ -5352,6 +5535,50 @@ func (ec *executionContext) fieldContext_ServiceMessage_text(_ context.Context, 
 	return graphql.NewScalarFieldContext("ServiceMessage", field, false, false, "String")
 }
 
+func (ec *executionContext) _Subscription_feedUpdates(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_feedUpdates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().FeedUpdates(ctx, fc.Args["channels"].([]string), fc.Args["filter"].(*model.FeedFilter))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.FeedUpdate) graphql.Marshaler {
+			return ec.marshalNFeedUpdate2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedUpdate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_feedUpdates(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_FeedUpdate(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_feedUpdates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Text_plain(ctx context.Context, field graphql.CollectedField, obj *model.Text) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7166,6 +7393,49 @@ func (ec *executionContext) _FeedItem(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
+var feedUpdateImplementors = []string{"FeedUpdate"}
+
+func (ec *executionContext) _FeedUpdate(ctx context.Context, sel ast.SelectionSet, obj *model.FeedUpdate) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, feedUpdateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("FeedUpdate")
+		case "kind":
+			out.Values[i] = ec._FeedUpdate_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "post":
+			out.Values[i] = ec._FeedUpdate_post(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "channel":
+			out.Values[i] = ec._FeedUpdate_channel(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var forwardImplementors = []string{"Forward"}
 
 func (ec *executionContext) _Forward(ctx context.Context, sel ast.SelectionSet, obj *model.Forward) graphql.Marshaler {
@@ -8095,6 +8365,26 @@ func (ec *executionContext) _ServiceMessage(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "feedUpdates":
+		return ec._Subscription_feedUpdates(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
 var textImplementors = []string{"Text"}
 
 func (ec *executionContext) _Text(ctx context.Context, sel ast.SelectionSet, obj *model.Text) graphql.Marshaler {
@@ -8674,6 +8964,24 @@ func (ec *executionContext) marshalNFeedItem2ᚖgithubᚗcomᚋtmefeedᚋtmefeed
 		return graphql.Null
 	}
 	return ec._FeedItem(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNFeedUpdate2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedUpdate(ctx context.Context, sel ast.SelectionSet, v *model.FeedUpdate) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "FeedUpdate!")
+		return graphql.Null
+	}
+	return ec._FeedUpdate(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNFeedUpdateKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedUpdateKind(ctx context.Context, v any) (model.FeedUpdateKind, error) {
+	var res model.FeedUpdateKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFeedUpdateKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐFeedUpdateKind(ctx context.Context, sel ast.SelectionSet, v model.FeedUpdateKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {

@@ -8,13 +8,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tmefeed/tmefeed/feed"
@@ -42,6 +43,14 @@ const (
 	// About 400 bytes of heap per value while the executor builds an
 	// answer: 80 MB, four full 2,000-post feeds.
 	DefaultMaxExecutingValues = 200_000
+	// Subscriptions: a dashboard opens a few on its one connection.
+	DefaultSubscriptionsPerConnection = 16
+	DefaultMaxSubscriptions           = 10_000
+	DefaultInitTimeout                = 10 * time.Second
+	DefaultKeepAlive                  = 15 * time.Second
+	// DefaultStreamWriteTimeout bounds one write to a WebSocket or an
+	// event stream; a client that reads nothing for this long is dropped.
+	DefaultStreamWriteTimeout = 10 * time.Second
 )
 
 // maxMergePairs bounds the field pairs validation compares (see
@@ -117,14 +126,48 @@ type HandlerConfig struct {
 	// and per-operation metrics.
 	Operation func(ctx context.Context, name string)
 
+	// Live serves subscriptions (over WebSocket and event streams); nil
+	// serves none: upgrades are refused and subscriptions answer an error.
+	Live LiveHub
+	// Origins are the browser origins allowed to open WebSocket
+	// connections besides the server's own: CORS_ORIGINS, the same
+	// setting as for every other cross-origin request ("*" for any).
+	Origins []string
+	// SubscriptionsPerConnection caps the subscriptions open at once on
+	// one WebSocket connection; MaxSubscriptions those of the process (and
+	// its WebSocket connections).
+	SubscriptionsPerConnection int
+	MaxSubscriptions           int
+	// InitTimeout is how long a new WebSocket connection has to send
+	// connection_init; KeepAlive the interval of pings on idle streams
+	// (a WebSocket client that answers none within two is dropped).
+	InitTimeout time.Duration
+	KeepAlive   time.Duration
+	// StreamWriteTimeout bounds one write to a stream.
+	StreamWriteTimeout time.Duration
+
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
 	onParse func(query string)
 }
 
-// NewHandler returns the http.Handler serving POST and GET (and HEAD)
-// /graphql as the GraphQL-over-HTTP draft describes.
-func NewHandler(cfg HandlerConfig) (http.Handler, error) {
+// Handler serves /graphql.
+type Handler struct {
+	front
+	streams *streams
+}
+
+// Shutdown ends every open subscription with a SHUTTING_DOWN error and
+// closes the WebSocket connections once their last messages are written
+// (or ctx ends), refusing new subscriptions from the start. The HTTP
+// server's own Shutdown does not see upgraded connections and would wait
+// for open event streams until its deadline.
+func (h *Handler) Shutdown(ctx context.Context) error { return h.streams.shutdown(ctx) }
+
+// NewHandler returns the handler serving POST and GET (and HEAD) /graphql
+// as the GraphQL-over-HTTP draft describes, and subscriptions over
+// WebSocket (graphql-transport-ws) and event streams.
+func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Pages == nil || cfg.Feed == nil {
 		return nil, errors.New("graph: HandlerConfig.Pages and HandlerConfig.Feed are required")
 	}
@@ -146,6 +189,11 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	defaults.Set(&cfg.MaxPostsFirst, DefaultMaxPostsFirst)
 	defaults.Set(&cfg.MaxPreviews, cfg.Feed.MaxChannels())
 	defaults.Set(&cfg.Concurrency, DefaultConcurrency)
+	defaults.Set(&cfg.SubscriptionsPerConnection, DefaultSubscriptionsPerConnection)
+	defaults.Set(&cfg.MaxSubscriptions, DefaultMaxSubscriptions)
+	defaults.Set(&cfg.InitTimeout, DefaultInitTimeout)
+	defaults.Set(&cfg.KeepAlive, DefaultKeepAlive)
+	defaults.Set(&cfg.StreamWriteTimeout, DefaultStreamWriteTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -153,7 +201,10 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		cfg.Now = time.Now
 	}
 
+	st := newStreams(cfg.SubscriptionsPerConnection, cfg.MaxSubscriptions)
 	r := &Resolver{
+		live:          cfg.Live,
+		streams:       st,
 		pages:         cfg.Pages,
 		feed:          cfg.Feed,
 		maxPreviews:   cfg.MaxPreviews,
@@ -194,6 +245,28 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 		fast.room = run.room
 	}
 	srv := handler.New(es)
+	if cfg.Live != nil {
+		srv.AddTransport(wsTransport{
+			ws: transport.Websocket{
+				InitTimeout:           cfg.InitTimeout,
+				PingPongInterval:      cfg.KeepAlive, // graphql-transport-ws
+				KeepAlivePingInterval: cfg.KeepAlive, // the older graphql-ws
+				PayloadReadLimit:      &cfg.MaxBodyBytes,
+			},
+			streams:      st,
+			gate:         run.gate,
+			origins:      cfg.Origins,
+			anyOrigin:    slices.Contains(cfg.Origins, "*"),
+			writeTimeout: cfg.StreamWriteTimeout,
+		})
+		srv.AddTransport(sseTransport{
+			sse:          transport.SSE{KeepAlivePingInterval: cfg.KeepAlive},
+			maxBody:      cfg.MaxBodyBytes,
+			streams:      st,
+			gate:         run.gate,
+			writeTimeout: cfg.StreamWriteTimeout,
+		})
+	}
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})
 	srv.AddTransport(httpTransport{maxBody: cfg.MaxBodyBytes, run: run})
 	srv.SetQueryCache(stores.queries)
@@ -221,7 +294,7 @@ func NewHandler(cfg HandlerConfig) (http.Handler, error) {
 	})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 
-	return front{next: srv}, nil
+	return &Handler{front: front{next: srv, streams: cfg.Live != nil}, streams: st}, nil
 }
 
 // complexity prices fields by the upstream pages they may fetch: a feed
@@ -247,6 +320,11 @@ func complexity(fetch, historyPages int) ComplexityRoot {
 			n = *first
 		}
 		return fetch + max(n, 1)*child
+	}
+	// A subscription is priced as a feed of one post per event: its
+	// channels are watched (and refreshed) while it is open.
+	c.Subscription.FeedUpdates = func(child int, channels []string, _ *model.FeedFilter) int {
+		return len(channels)*fetch + child
 	}
 	c.Channel.Posts = func(child int, first *int, _, _ *string, _ *int) int {
 		n := postsPerPage

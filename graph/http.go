@@ -79,10 +79,12 @@ func negotiate(accept string) (strict, ok bool) {
 
 // front refuses, as GraphQL errors with a code, the requests no transport
 // serves: other methods (405), bodies not sent as JSON (415), an Accept
-// that allows neither JSON type (406), WebSocket upgrades (no
-// subscriptions exist). gqlgen would answer them 400 in plain text.
+// that allows neither JSON type nor, for a POST, an event stream (406),
+// WebSocket upgrades when subscriptions are not served. gqlgen would
+// answer them 400 in plain text.
 type front struct {
-	next http.Handler
+	next    http.Handler
+	streams bool // subscriptions are served (WebSocket, event streams)
 }
 
 func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -101,12 +103,16 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, clip(r.Method)+" is not served at /graphql; send queries with GET or POST")
 		return
 	}
-	if !ok {
-		a.refuse(http.StatusNotAcceptable, CodeNotAcceptable, "Accept allows neither "+graphqlResponseJSON+" nor "+mediaJSON+", the types of GraphQL answers")
+	if r.Header.Get("Upgrade") != "" {
+		if !f.streams {
+			a.refuse(http.StatusBadRequest, CodeBadRequest, "protocol upgrades (WebSocket) are not served: this server serves no subscriptions; send queries with GET or POST")
+			return
+		}
+		f.next.ServeHTTP(w, r) // the WebSocket transport checks the handshake
 		return
 	}
-	if r.Header.Get("Upgrade") != "" {
-		a.refuse(http.StatusBadRequest, CodeBadRequest, "protocol upgrades (WebSocket) are not served: the schema has no subscriptions; send queries with GET or POST")
+	if !ok && !(f.streams && r.Method == http.MethodPost && wantsEventStream(r.Header)) {
+		a.refuse(http.StatusNotAcceptable, CodeNotAcceptable, "Accept allows neither "+graphqlResponseJSON+" nor "+mediaJSON+", the types of GraphQL answers (nor, for a POST, "+mediaEventStream+" for a subscription)")
 		return
 	}
 	if r.Method == http.MethodPost {

@@ -245,7 +245,7 @@ func TestHTTPRefusals(t *testing.T) {
 		{name: "no Content-Type", method: http.MethodPost, target: "/graphql", body: query, status: 415, code: graph.CodeUnsupportedMediaType},
 		{name: "Latin-1", method: http.MethodPost, target: "/graphql", body: query, header: []string{"Content-Type", "application/json; charset=iso-8859-1"}, status: 415, code: graph.CodeUnsupportedMediaType},
 		{name: "gzip", method: http.MethodPost, target: "/graphql", body: query, header: []string{"Content-Type", "application/json", "Content-Encoding", "gzip"}, status: 415, code: graph.CodeUnsupportedMediaType},
-		{name: "WebSocket upgrade", method: http.MethodGet, target: "/graphql", header: []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, status: 400, code: graph.CodeBadRequest},
+		{name: "WebSocket upgrade where no subscriptions are served", method: http.MethodGet, target: "/graphql", header: []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13", "Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, status: 400, code: graph.CodeBadRequest},
 		{name: "GET without a query", method: http.MethodGet, target: "/graphql", status: 400, code: graph.CodeBadRequest},
 		{name: "JSON with charset", method: http.MethodPost, target: "/graphql", body: query, header: []string{"Content-Type", "application/json; charset=UTF-8"}, status: 200},
 	} {
@@ -318,6 +318,7 @@ func TestErrorCodesDocumented(t *testing.T) {
 		graph.CodeComplexity, graph.CodeInternal, graph.CodeParseFailed, graph.CodeValidationFailed,
 		graph.CodePersistedQueryNotFound, graph.CodeBadRequest, graph.CodeMethodNotAllowed,
 		graph.CodeNotAcceptable, graph.CodeRequestTooLarge, graph.CodeUnsupportedMediaType,
+		graph.CodeSlowSubscriber, graph.CodeShuttingDown,
 	}
 	slices.Sort(all)
 	codeRow := regexp.MustCompile("(?m)^\\|[^|`\\n]*\\| *`([A-Z_]+)` *\\|")

@@ -24,6 +24,8 @@ type PageService interface {
 // Resolver holds what the resolvers call into. Resolvers stay thin: they
 // validate arguments and adapt domain values to the schema's types.
 type Resolver struct {
+	live          LiveHub
+	streams       *streams
 	pages         PageService
 	feed          *feed.Service
 	maxPreviews   int

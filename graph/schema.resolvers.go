@@ -93,13 +93,22 @@ func (r *queryResolver) Feed(ctx context.Context, channels []string, first *int,
 	return feedConnection(p), nil
 }
 
+// FeedUpdates is the resolver for the feedUpdates field.
+func (r *subscriptionResolver) FeedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error) {
+	return r.feedUpdates(ctx, channels, filter)
+}
+
 // Channel returns ChannelResolver implementation.
 func (r *Resolver) Channel() ChannelResolver { return &channelResolver{r} }
 
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+// Subscription returns SubscriptionResolver implementation.
+func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+
 type (
-	channelResolver struct{ *Resolver }
-	queryResolver   struct{ *Resolver }
+	channelResolver      struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
 )

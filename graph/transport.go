@@ -95,6 +95,10 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		a.requestErrors(resp.Errors, resp.Extensions)
 		return
 	}
+	if rc.Operation.Operation == ast.Subscription {
+		a.refuse(http.StatusBadRequest, CodeBadRequest, subscriptionOverHTTP)
+		return
+	}
 	if t.get && rc.Operation.Operation != ast.Query {
 		a.getMutation()
 		return
@@ -104,6 +108,8 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	}
 	t.run.do(ctx, a, exec, rc)
 }
+
+const subscriptionOverHTTP = "subscriptions are served over WebSocket (the graphql-transport-ws subprotocol) or as an event stream (POST with Accept: " + mediaEventStream + "), not as one answer"
 
 const noQueryMessage = `the request has no query: send {"query": "…"} as JSON in a POST body, or ?query=… in a GET URL (or a persisted query's hash in extensions)`
 
@@ -368,13 +374,28 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return 0, nil
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, t.maxBody))
+	body, status, err := readBody(w, r, t.maxBody)
+	if err != nil {
+		return status, err
+	}
+	return decodeBody(ctx, body, params)
+}
+
+// readBody reads a POST body of at most maxBody bytes, returning the HTTP
+// status to answer with when it cannot.
+func readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, int, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			return http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", t.maxBody)
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", maxBody)
 		}
-		return http.StatusBadRequest, fmt.Errorf("could not read request body: %w", err)
+		return nil, http.StatusBadRequest, fmt.Errorf("could not read request body: %w", err)
 	}
+	return body, 0, nil
+}
+
+// decodeBody fills params from a POST body, as read does.
+func decodeBody(ctx context.Context, body []byte, params *graphql.RawParams) (int, error) {
 	switch b := bytes.TrimLeft(body, " \t\r\n"); {
 	case len(b) == 0:
 		return http.StatusBadRequest, errors.New(noQueryMessage)

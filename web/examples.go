@@ -87,5 +87,20 @@ query Previews {
 }
 `, one),
 		},
+		{
+			Query: `# Live updates: posts as they are published,
+# edited and removed, over a WebSocket. It runs
+# until stopped (the same button); each event
+# replaces the last one shown.
+subscription Updates($channels: [String!]!) {
+  feedUpdates(channels: $channels) {
+    kind
+    channel { username }
+    post { messageId date url text { plain } }
+  }
+}
+`,
+			Variables: fmt.Sprintf(`{"channels": %s}`, names),
+		},
 	}
 }

@@ -57,6 +57,11 @@ type serveConfig struct {
 	UpdaterTop          int           // UPDATER_TOP, --updater-top
 	Compression         bool          // COMPRESSION, --compression
 	CompressionMinBytes int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
+	SubsPerConnection   int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
+	SubsMax             int           // SUBSCRIPTIONS_MAX, --subscriptions-max
+	SubBuffer           int           // SUBSCRIPTION_BUFFER, --subscription-buffer
+	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
+	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
 }
 
 // setting is one row of the settings table: the env var, its flag and default.
@@ -101,6 +106,11 @@ var serveSettings = []setting{
 	{"COMPRESSION", "compression", "on", "on | off: compress answers with zstd or gzip as Accept-Encoding asks"},
 	{"COMPRESSION_MIN_BYTES", "compression-min-bytes", "1024", "smallest answer compressed, in bytes"},
 	{"DEMO", "demo", "false", "serve the built-in fixture pages instead of TME_ORIGIN (no network needed)"},
+	{"SUBSCRIPTIONS_PER_CONNECTION", "subscriptions-per-connection", "16", "most GraphQL subscriptions open at once on one WebSocket connection"},
+	{"SUBSCRIPTIONS_MAX", "subscriptions-max", "10000", "most GraphQL subscriptions (and WebSocket connections) open at once in the process"},
+	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
+	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
+	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -262,6 +272,18 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	if cfg.Demo, err = strconv.ParseBool(*vals["DEMO"]); err != nil {
 		bad("DEMO", errors.New("want true or false"))
 	}
+	positive := func(env string, max int) int {
+		n, err := strconv.Atoi(*vals[env])
+		if err != nil || n < 1 || n > max {
+			bad(env, fmt.Errorf("want a whole number from 1 to %d", max))
+		}
+		return n
+	}
+	cfg.SubsPerConnection = positive("SUBSCRIPTIONS_PER_CONNECTION", 1000)
+	cfg.SubsMax = positive("SUBSCRIPTIONS_MAX", 1_000_000)
+	cfg.SubBuffer = positive("SUBSCRIPTION_BUFFER", 100_000)
+	cfg.WSInitTimeout = duration(*vals["WS_INIT_TIMEOUT"], func(err error) { bad("WS_INIT_TIMEOUT", err) }, false)
+	cfg.StreamKeepAlive = duration(*vals["STREAM_KEEPALIVE"], func(err error) { bad("STREAM_KEEPALIVE", err) }, false)
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}

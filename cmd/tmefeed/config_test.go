@@ -30,6 +30,8 @@ func TestServeConfigDefaults(t *testing.T) {
 		GraphQLTimeout: 10 * time.Second, GraphQLMaxMB: 32,
 		FrameAncestors: "*", EmbedPoll: 15 * time.Second,
 		Compression: true, CompressionMinBytes: 1024,
+		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64,
+		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

@@ -9,6 +9,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
 	"github.com/tmefeed/tmefeed/web"
@@ -17,7 +18,7 @@ import (
 // graphQL is the GraphQL face and the feed service it shares with
 // POST /v1/feed.
 type graphQL struct {
-	handler    http.Handler
+	handler    *graph.Handler
 	playground http.Handler
 	feeds      *feed.Service
 	stores     *graph.Stores
@@ -25,7 +26,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, apq graph.KV, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *live.Hub, apq graph.KV, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -55,6 +56,13 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, apq gr
 		Refresh:              cfg.Refresh,
 		Logger:               log,
 		Operation:            server.NoteOperation,
+
+		Live:                       hub,
+		Origins:                    splitList(cfg.CORSOrigins), // the CORS policy
+		SubscriptionsPerConnection: cfg.SubsPerConnection,
+		MaxSubscriptions:           cfg.SubsMax,
+		InitTimeout:                cfg.WSInitTimeout,
+		KeepAlive:                  cfg.StreamKeepAlive,
 	})
 	if err != nil {
 		feeds.Close()

@@ -68,6 +68,16 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		IdleTimeout:  2 * time.Minute,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Subscriptions live on connections Shutdown does not wait for
+	// (WebSocket) or would wait for until its deadline (event streams):
+	// they are ended, with the reason, as shutting down begins.
+	srv.RegisterOnShutdown(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if err := st.gql.Shutdown(ctx); err != nil {
+			log.Warn("subscriptions did not end in time", "err", err)
+		}
+	})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "origin", originURL, "cache_mode", cfg.CacheMode, "demo", cfg.Demo)
@@ -104,11 +114,47 @@ func newLogger(level slog.Level, asJSON bool, w io.Writer) *slog.Logger {
 
 // demoOrigin is the fixture origin running in-process on a loopback port.
 type demoOrigin struct {
-	url string
-	srv *http.Server
+	url  string
+	srv  *http.Server
+	stop chan struct{}
+	done chan struct{}
 }
 
-func (d *demoOrigin) Close() { _ = d.srv.Close() }
+func (d *demoOrigin) Close() {
+	close(d.stop)
+	<-d.done
+	_ = d.srv.Close()
+}
+
+// The demo's live channel: a post is published there every demoEvery, and
+// the one published demoKeep before removed, so that subscriptions in the
+// playground see NEW and REMOVED events while the page stays small.
+const (
+	demoChannel = "just_launched"
+	demoEvery   = 15 * time.Second
+	demoKeep    = 3
+)
+
+// publish runs the demo channel's posts until stop.
+func (d *demoOrigin) publish(o *fixtures.Origin, log *slog.Logger) {
+	defer close(d.done)
+	tick := time.NewTicker(demoEvery)
+	defer tick.Stop()
+	var ids []int
+	for {
+		select {
+		case <-d.stop:
+			return
+		case now := <-tick.C:
+			ids = append(ids, o.PublishPost(demoChannel, "Demo post published at "+now.UTC().Format(time.TimeOnly)+" UTC. Subscriptions watching @"+demoChannel+" receive it."))
+			if len(ids) > demoKeep {
+				o.RemovePost(demoChannel, ids[0])
+				ids = ids[1:]
+			}
+			log.Debug("demo post published", "channel", demoChannel, "id", ids[len(ids)-1])
+		}
+	}
+}
 
 // startDemoOrigin serves the built-in fixture pages on 127.0.0.1 and logs
 // the channels they hold, so the API works with no network.
@@ -124,10 +170,12 @@ func startDemoOrigin(log *slog.Logger) (*demoOrigin, error) {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() { _ = srv.Serve(ln) }()
-	d := &demoOrigin{url: "http://" + ln.Addr().String(), srv: srv}
+	d := &demoOrigin{url: "http://" + ln.Addr().String(), srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
+	go d.publish(o, log)
 	log.Info("demo mode: serving built-in fixture pages, no requests go to Telegram",
 		"origin", d.url,
 		"channels", strings.Join(o.Channels(), ","),
+		"live_channel", demoChannel, "new_post_every", demoEvery,
 		"previews", strings.Join(previewNames(fixtures.Pages()), ","))
 	return d, nil
 }
@@ -156,6 +204,7 @@ type stack struct {
 	pages     *pages.Service
 	feeds     *feed.Service
 	graph     *graph.Stores
+	gql       *graph.Handler
 	live      *live.Hub // live updates: the background updater and subscriptions
 }
 
@@ -223,6 +272,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Pages:       st.pages,
 		Publisher:   bus,
 		MaxChannels: cfg.FeedMaxChannels,
+		Buffer:      cfg.SubBuffer,
 		Refresh:     cfg.Refresh,
 		Updater: live.UpdaterConfig{
 			Off:         !cfg.Updater,
@@ -242,12 +292,12 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	if v, ok := pageCache.(*cache.Valkey); ok {
 		apq = v.KV()
 	}
-	gql, err := newGraphQL(cfg, st.budget, st.pages, apq, log)
+	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, log)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	st.feeds, st.graph = gql.feeds, gql.stores
+	st.feeds, st.graph, st.gql = gql.feeds, gql.stores, gql.handler
 	embed, err := widget.New(widget.Config{
 		Feed:           gql.feeds,
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),

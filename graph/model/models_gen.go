@@ -40,6 +40,17 @@ type FeedFilter struct {
 type Query struct {
 }
 
+// Live updates, served over WebSocket with the `graphql-transport-ws`
+// subprotocol (the `graphql-ws` package, Apollo, urql) and as Server-Sent
+// Events (POST /graphql with `Accept: text/event-stream`). A stream that ends
+// for any reason but the client's own (a limit, a bad argument,
+// SLOW_SUBSCRIBER, SHUTTING_DOWN) sends a last payload holding only the error,
+// with `extensions.code`, then completes; a document that does not parse or
+// validate is a graphql-transport-ws `error` message. See the README,
+// "Subscriptions".
+type Subscription struct {
+}
+
 type EntityKind string
 
 const (
@@ -177,6 +188,70 @@ func (e *FeedOrder) UnmarshalJSON(b []byte) error {
 }
 
 func (e FeedOrder) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// What happened to a post.
+type FeedUpdateKind string
+
+const (
+	// The post is new on its channel's page.
+	FeedUpdateKindNew FeedUpdateKind = "NEW"
+	// The post changed: its text, media, poll question or options, link
+	// preview, location, buttons or service text, or Telegram newly marks it
+	// edited. Views, reactions and poll results alone are not sent.
+	FeedUpdateKindEdited FeedUpdateKind = "EDITED"
+	// The post left the channel's newest page while newer posts stayed on it:
+	// deleted. `post` is the post as last seen.
+	FeedUpdateKindRemoved FeedUpdateKind = "REMOVED"
+)
+
+var AllFeedUpdateKind = []FeedUpdateKind{
+	FeedUpdateKindNew,
+	FeedUpdateKindEdited,
+	FeedUpdateKindRemoved,
+}
+
+func (e FeedUpdateKind) IsValid() bool {
+	switch e {
+	case FeedUpdateKindNew, FeedUpdateKindEdited, FeedUpdateKindRemoved:
+		return true
+	}
+	return false
+}
+
+func (e FeedUpdateKind) String() string {
+	return string(e)
+}
+
+func (e *FeedUpdateKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = FeedUpdateKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid FeedUpdateKind", str)
+	}
+	return nil
+}
+
+func (e FeedUpdateKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *FeedUpdateKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e FeedUpdateKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,149 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+)
+
+const mediaEventStream = "text/event-stream"
+
+// sseTransport serves subscriptions as Server-Sent Events: a POST with a
+// JSON body and Accept: text/event-stream is answered with a stream of
+// `next` events and a final `complete` (gqlgen's transport, the "distinct
+// connections" mode of graphql-sse). The request is read, bounded and
+// checked here first, so that what cannot be served is answered with a
+// status and a GraphQL error, as every other request is.
+type sseTransport struct {
+	sse          transport.SSE // keep-alive
+	maxBody      int64
+	streams      *streams
+	gate         *gate
+	writeTimeout time.Duration
+}
+
+var _ graphql.Transport = sseTransport{}
+
+func (t sseTransport) Supports(r *http.Request) bool {
+	if r.Method != http.MethodPost || !wantsEventStream(r.Header) {
+		return false
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == mediaJSON
+}
+
+// wantsEventStream reports whether Accept names text/event-stream with a
+// weight above zero.
+func wantsEventStream(h http.Header) bool {
+	for _, v := range h.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || mt != mediaEventStream {
+				continue
+			}
+			if q, set := params["q"]; set {
+				if f, err := strconv.ParseFloat(q, 64); err != nil || f <= 0 {
+					continue
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	a := &answer{w: w, r: r}
+	tr := &turn{gate: t.gate}
+	defer tr.drop()
+	ctx := context.WithValue(r.Context(), turnKey{}, tr)
+	body, status, err := readBody(w, r, t.maxBody)
+	if err != nil {
+		a.refuse(status, codeForStatus(status), err.Error())
+		return
+	}
+	if len(body) > bigDocument && !tr.take(ctx) {
+		a.busy()
+		return
+	}
+	var params graphql.RawParams
+	if status, err := decodeBody(ctx, body, &params); err != nil {
+		a.refuse(status, codeForStatus(status), err.Error())
+		return
+	}
+	if params.Query == "" && params.Extensions["persistedQuery"] == nil {
+		a.refuse(http.StatusBadRequest, CodeBadRequest, noQueryMessage)
+		return
+	}
+	tr.drop()
+
+	// The stream outlives the server's read and write timeouts: the read
+	// deadline goes (net/http would end the request when it passes), and
+	// each write gets its own (see streamWriter).
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	sw := &streamWriter{w: w, rc: rc, timeout: t.writeTimeout}
+	defer sw.stop()
+	t.sse.Do(sw, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate})
+}
+
+// streamWriter writes an event stream: every write has a deadline, so a
+// client that stops reading ends its stream rather than holding it, and
+// nothing is written once the handler has returned (gqlgen's keep-alive
+// may tick just then).
+type streamWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+func (s *streamWriter) Header() http.Header { return s.w.Header() }
+
+func (s *streamWriter) WriteHeader(code int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped {
+		s.w.WriteHeader(code)
+	}
+}
+
+func (s *streamWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return 0, io.ErrClosedPipe
+	}
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	return s.w.Write(b)
+}
+
+func (s *streamWriter) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stopped {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+		_ = s.rc.Flush()
+	}
+}
+
+func (s *streamWriter) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+}

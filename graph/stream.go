@@ -1,0 +1,260 @@
+package graph
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+)
+
+// Codes of a stream the server ends itself (see streamEnd).
+const (
+	// CodeSlowSubscriber: updates came faster than the client read them,
+	// so the server stopped sending rather than hold them.
+	CodeSlowSubscriber = "SLOW_SUBSCRIBER"
+	// CodeShuttingDown: the server is going away; reconnect (to another
+	// instance) and subscribe again.
+	CodeShuttingDown = "SHUTTING_DOWN"
+)
+
+// streams keeps count of the subscriptions open in the process and on each
+// WebSocket connection, and ends them all when the server shuts down.
+type streams struct {
+	perConn  int   // subscriptions on one WebSocket connection
+	max      int64 // subscriptions open in the process
+	maxConns int64 // WebSocket connections open in the process
+	open     atomic.Int64
+	conns    atomic.Int64
+
+	mu      sync.Mutex
+	closing chan struct{} // closed by shutdown
+	closed  bool
+	active  sync.WaitGroup          // open subscriptions
+	sockets map[*wsConn]struct{}    // open WebSocket connections
+	ended   map[*streamEnd]struct{} // open subscriptions' ends
+}
+
+func newStreams(perConn, maxOpen int) *streams {
+	return &streams{
+		perConn:  perConn,
+		max:      int64(maxOpen),
+		maxConns: int64(maxOpen),
+		closing:  make(chan struct{}),
+		sockets:  map[*wsConn]struct{}{},
+		ended:    map[*streamEnd]struct{}{},
+	}
+}
+
+// admit opens one subscription, on the connection whose count is conn
+// (nil for an event stream, which carries one), or says why it cannot.
+func (s *streams) admit(conn *atomic.Int64, end *streamEnd) (release func(), _ *gqlerror.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, shuttingDownError()
+	}
+	if conn != nil && conn.Add(1) > int64(s.perConn) {
+		conn.Add(-1)
+		err := gqlerror.Errorf("this connection has %d subscriptions open, the most allowed; complete one first, or watch more channels in one subscription", s.perConn)
+		err.Extensions = map[string]any{"code": CodeRateLimited}
+		return nil, err
+	}
+	if s.open.Add(1) > s.max {
+		s.open.Add(-1)
+		if conn != nil {
+			conn.Add(-1)
+		}
+		err := gqlerror.Errorf("the server has %d subscriptions open, the most it serves; retry in a moment", s.max)
+		err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": 1}
+		return nil, err
+	}
+	s.active.Add(1)
+	s.ended[end] = struct{}{}
+	return sync.OnceFunc(func() {
+		s.mu.Lock()
+		delete(s.ended, end)
+		s.mu.Unlock()
+		s.open.Add(-1)
+		if conn != nil {
+			conn.Add(-1)
+		}
+		s.active.Done()
+	}), nil
+}
+
+// openConn counts a WebSocket connection in, or returns false when the
+// process holds as many as it serves.
+func (s *streams) openConn() bool {
+	if s.conns.Add(1) > s.maxConns {
+		s.conns.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (s *streams) closeConn() { s.conns.Add(-1) }
+
+// register adds a WebSocket connection to those shutdown closes; false
+// when the server is shutting down already.
+func (s *streams) register(c *wsConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.sockets[c] = struct{}{}
+	return true
+}
+
+func (s *streams) unregister(c *wsConn) {
+	s.mu.Lock()
+	delete(s.sockets, c)
+	s.mu.Unlock()
+}
+
+// shutdown ends every open subscription with a SHUTTING_DOWN error, waits
+// (until ctx ends) for their last messages to be written, then closes the
+// WebSocket connections with 1001 Going Away, which graphql-ws clients
+// answer by reconnecting. New subscriptions are refused from the start.
+func (s *streams) shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+		for end := range s.ended {
+			end.set(shuttingDownError())
+		}
+	}
+	s.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.mu.Lock()
+	sockets := make([]*wsConn, 0, len(s.sockets))
+	for c := range s.sockets {
+		sockets = append(sockets, c)
+	}
+	s.mu.Unlock()
+	for _, c := range sockets {
+		_ = c.WriteClose(closeGoingAway, "the server is shutting down; reconnect")
+	}
+	return err
+}
+
+// closeGoingAway is RFC 6455's 1001: the server is going away.
+const closeGoingAway = 1001
+
+func shuttingDownError() *gqlerror.Error {
+	err := gqlerror.Errorf("the server is shutting down; reconnect and subscribe again")
+	err.Extensions = map[string]any{"code": CodeShuttingDown}
+	return err
+}
+
+// streamEnd holds why the server ended a stream, if it did: the last
+// payload of the stream carries it as an error with a code, before the
+// stream completes.
+type streamEnd struct {
+	mu  sync.Mutex
+	err *gqlerror.Error
+}
+
+type streamEndKey struct{}
+
+// set records the first reason given.
+func (e *streamEnd) set(err *gqlerror.Error) {
+	e.mu.Lock()
+	if e.err == nil {
+		e.err = err
+	}
+	e.mu.Unlock()
+}
+
+func (e *streamEnd) get() *gqlerror.Error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
+// endStream records why the stream of ctx's subscription ends; the
+// resolver calls it before closing its channel.
+func endStream(ctx context.Context, err *gqlerror.Error) {
+	if e, ok := ctx.Value(streamEndKey{}).(*streamEnd); ok {
+		e.set(err)
+	}
+}
+
+// streamExec is the executor as the streaming transports (WebSocket, event
+// stream) see it: each document takes its turn at the gate to be parsed,
+// only subscriptions run, within the limits on open subscriptions, and a
+// stream the server ends says why.
+type streamExec struct {
+	graphql.GraphExecutor
+	streams *streams
+	gate    *gate
+	conn    *atomic.Int64 // subscriptions open on this connection; nil: one per request
+}
+
+func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
+	tr := &turn{gate: e.gate}
+	defer tr.drop()
+	rc, errs := e.GraphExecutor.CreateOperationContext(context.WithValue(ctx, turnKey{}, tr), params)
+	if errs != nil {
+		return rc, errs
+	}
+	if rc.Operation.Operation != ast.Subscription {
+		err := gqlerror.Errorf("only subscriptions are served over WebSocket and event streams; send queries with GET or POST")
+		err.Extensions = map[string]any{"code": CodeBadRequest}
+		return rc, gqlerror.List{err}
+	}
+	// The spec's "single root field" rule, which gqlparser leaves to the
+	// executor (where it would be an internal error).
+	if fields := graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Subscription"}); len(fields) != 1 || strings.HasPrefix(fields[0].Name, "__") {
+		err := gqlerror.Errorf("a subscription selects exactly one field (not __typename): one stream per subscription")
+		errcode.Set(err, errcode.ValidationFailed)
+		return rc, gqlerror.List{err}
+	}
+	return rc, nil
+}
+
+func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
+	end := &streamEnd{}
+	release, gerr := e.streams.admit(e.conn, end)
+	if gerr != nil {
+		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
+	}
+	ctx = context.WithValue(ctx, streamEndKey{}, end)
+	responses, ctx := e.GraphExecutor.DispatchOperation(ctx, rc)
+	// Its place is given back once its context ends: after the
+	// transport has written its last message (so that shutdown, waiting
+	// for it, closes no connection before), and whichever way the stream
+	// goes.
+	context.AfterFunc(ctx, release)
+	var finished bool
+	return func(ctx context.Context) *graphql.Response {
+		if finished {
+			return nil
+		}
+		if resp := responses(ctx); resp != nil {
+			return resp
+		}
+		finished = true
+		if err := end.get(); err != nil && ctx.Err() == nil {
+			if fields := graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Subscription"}); len(fields) > 0 {
+				err.Path = ast.Path{ast.PathName(fields[0].Alias)}
+			}
+			return &graphql.Response{Data: []byte("null"), Errors: gqlerror.List{err}}
+		}
+		return nil
+	}, ctx
+}

@@ -1,0 +1,285 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/coder/websocket"
+)
+
+// The WebSocket subprotocols served: graphql-transport-ws (the graphql-ws
+// package, Apollo Client 3.5+, urql) and the older graphql-ws of
+// subscriptions-transport-ws.
+const (
+	protoTransportWS = "graphql-transport-ws"
+	protoLegacyWS    = "graphql-ws"
+)
+
+// wsTransport serves subscriptions over WebSocket with gqlgen's transport.
+// Before upgrading it answers, as GraphQL errors with a code, what the
+// upgrade cannot serve: a malformed handshake, no subprotocol it speaks, an
+// origin the CORS setting does not allow, too many connections.
+type wsTransport struct {
+	ws      transport.Websocket // InitTimeout, keep-alive, read limit
+	streams *streams
+	gate    *gate
+	// origins are the browser origins allowed besides the server's own
+	// (CORS_ORIGINS); anyOrigin allows every one.
+	origins      []string
+	anyOrigin    bool
+	writeTimeout time.Duration
+}
+
+var _ graphql.Transport = wsTransport{}
+
+func (t wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+
+func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	a := &answer{w: w, r: r}
+	if msg := badHandshake(r); msg != "" {
+		a.refuse(http.StatusBadRequest, CodeBadRequest, msg)
+		return
+	}
+	if !offers(r, protoTransportWS) && !offers(r, protoLegacyWS) {
+		a.refuse(http.StatusBadRequest, CodeBadRequest, "the WebSocket upgrade offers no subprotocol served here: offer "+protoTransportWS+" in Sec-WebSocket-Protocol, as the graphql-ws package, Apollo and urql do")
+		return
+	}
+	if !t.anyOrigin && !originAllowed(r, t.origins) {
+		a.refuse(http.StatusForbidden, CodeBadRequest, "WebSocket connections from origin "+clip(r.Header.Get("Origin"))+" are not allowed (CORS_ORIGINS)")
+		return
+	}
+	if !t.streams.openConn() {
+		w.Header().Set("Retry-After", "1")
+		a.refuse(http.StatusServiceUnavailable, CodeRateLimited, "the server has as many WebSocket connections open as it serves; retry in a moment")
+		return
+	}
+	defer t.streams.closeConn()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, anyOrigin: t.anyOrigin, origins: t.origins}
+	ws := t.ws
+	ws.Implementation = acc
+	ws.Do(w, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64)})
+	// gqlgen leaves the connection open when its read loop fails.
+	acc.close()
+}
+
+// badHandshake says what is wrong with a WebSocket opening handshake
+// (RFC 6455 4.2.1), or "".
+func badHandshake(r *http.Request) string {
+	switch {
+	case r.Method != http.MethodGet:
+		return "a WebSocket upgrade is a GET request"
+	case !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", "websocket"):
+		return "only WebSocket upgrades are served: send Connection: Upgrade and Upgrade: websocket"
+	case r.Header.Get("Sec-WebSocket-Version") != "13":
+		return "the WebSocket upgrade needs Sec-WebSocket-Version: 13"
+	case r.Header.Get("Sec-WebSocket-Key") == "":
+		return "the WebSocket upgrade needs a Sec-WebSocket-Key"
+	}
+	return ""
+}
+
+// headerHas reports whether a comma-separated header lists token.
+func headerHas(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for part := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func offers(r *http.Request, proto string) bool {
+	return headerHas(r.Header, "Sec-WebSocket-Protocol", proto)
+}
+
+// originAllowed applies the CORS setting to a WebSocket upgrade, which
+// browsers send cross-origin without asking: the page's own origin (the
+// host it connects to) and clients that send no Origin (not browsers) are
+// allowed, other origins when CORS_ORIGINS lists them. It matches as
+// github.com/coder/websocket's OriginPatterns do, which check again.
+func originAllowed(r *http.Request, origins []string) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	full := strings.ToLower(u.Scheme + "://" + u.Host)
+	for _, o := range origins {
+		target := strings.ToLower(u.Host)
+		if strings.Contains(o, "://") {
+			target = full
+		}
+		if ok, err := path.Match(strings.ToLower(o), target); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// wsAccept upgrades one connection for gqlgen's transport with
+// github.com/coder/websocket, as gqlgen's own adapter does, but with a
+// deadline on every write (a client that stops reading cannot hold a
+// subscription forever) and the connection known to shutdown.
+type wsAccept struct {
+	streams      *streams
+	writeTimeout time.Duration
+	anyOrigin    bool
+	origins      []string
+	conn         *wsConn
+}
+
+func (a *wsAccept) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	for k, vs := range opts.ResponseHeader {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	// The transport-ws protocol first, whichever order the client offers.
+	protos := []string{protoTransportWS}
+	for _, p := range opts.Subprotocols {
+		if !slices.Contains(protos, p) {
+			protos = append(protos, p)
+		}
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:       protos,
+		OriginPatterns:     a.origins,
+		InsecureSkipVerify: a.anyOrigin,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.conn = &wsConn{conn: c, writeTimeout: a.writeTimeout, streams: a.streams}
+	if !a.streams.register(a.conn) {
+		_ = a.conn.WriteClose(closeGoingAway, "the server is shutting down")
+	}
+	return a.conn, nil
+}
+
+// close closes the connection if it is still open and forgets it.
+func (a *wsAccept) close() {
+	if a.conn != nil {
+		a.streams.unregister(a.conn)
+		_ = a.conn.Close()
+	}
+}
+
+// wsConn is one upgraded connection, as gqlgen's transport uses it.
+type wsConn struct {
+	conn         *websocket.Conn
+	writeTimeout time.Duration
+	streams      *streams
+
+	mu        sync.Mutex
+	deadline  *time.Timer
+	closing   chan struct{} // closed when the close handshake is over; nil before it starts
+	closeOnce sync.Once
+}
+
+var (
+	_ transport.WebsocketConn          = (*wsConn)(nil)
+	_ transport.WebsocketReadLimiter   = (*wsConn)(nil)
+	_ transport.WebsocketReadDeadliner = (*wsConn)(nil)
+)
+
+func (c *wsConn) NextReader() (int, io.Reader, error) {
+	typ, data, err := c.conn.Read(context.Background())
+	if err != nil {
+		switch websocket.CloseStatus(err) {
+		case websocket.StatusNormalClosure, websocket.StatusNoStatusRcvd, websocket.StatusGoingAway:
+			return 0, nil, transport.ErrWebsocketClosed
+		}
+		return 0, nil, err
+	}
+	return int(typ), bytes.NewReader(data), nil
+}
+
+func (c *wsConn) WriteJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout)
+	defer cancel()
+	// A write that runs out of time closes the connection.
+	return c.conn.Write(ctx, websocket.MessageText, b)
+}
+
+// WriteClose starts the close handshake in the background: it waits up to
+// 5 s for the client's answer, and the transport must not wait with it.
+func (c *wsConn) WriteClose(code int, msg string) error {
+	c.stopDeadline()
+	c.closeOnce.Do(func() {
+		done := make(chan struct{})
+		c.mu.Lock()
+		c.closing = done
+		c.mu.Unlock()
+		go func() {
+			defer close(done)
+			_ = c.conn.Close(websocket.StatusCode(code), msg)
+		}()
+	})
+	return nil
+}
+
+// Close drops the connection unless a close handshake is under way,
+// which closes it when it ends.
+func (c *wsConn) Close() error {
+	c.stopDeadline()
+	c.mu.Lock()
+	handshake := c.closing != nil
+	c.mu.Unlock()
+	if handshake {
+		return nil
+	}
+	_ = c.conn.CloseNow() // an error says it was closed already
+	return nil
+}
+
+func (c *wsConn) Subprotocol() string { return c.conn.Subprotocol() }
+
+func (c *wsConn) SetReadLimit(n int64) { c.conn.SetReadLimit(n) }
+
+// SetReadDeadline closes the connection at t unless called again first
+// (gqlgen's transport uses it to drop a client that answers no ping).
+func (c *wsConn) SetReadDeadline(t time.Time) error {
+	c.stopDeadline()
+	if t.IsZero() {
+		return nil
+	}
+	c.mu.Lock()
+	c.deadline = time.AfterFunc(time.Until(t), func() { _ = c.conn.CloseNow() })
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *wsConn) stopDeadline() {
+	c.mu.Lock()
+	if c.deadline != nil {
+		c.deadline.Stop()
+		c.deadline = nil
+	}
+	c.mu.Unlock()
+}
