@@ -160,9 +160,9 @@ func (h *Handler) secure(w http.ResponseWriter) {
 
 // load answers the feed of the request's query, or writes the error page.
 func (h *Handler) load(w http.ResponseWriter, r *http.Request) (view, *feed.Page, bool) {
-	v, err := parseView(r.URL.Query(), h.feeds.MaxChannels(), h.maxLimit)
+	v, err := parseView(r.URL.RawQuery, h.feeds.MaxChannels(), h.maxLimit)
 	if err != nil {
-		h.errorPage(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), errBadParam.Error()+": "))
+		h.errorPage(w, http.StatusBadRequest, err.Error())
 		return v, nil, false
 	}
 	p, err := h.feeds.Feed(r.Context(), v.req)
