@@ -98,6 +98,7 @@ type Hub struct {
 	pub  Publisher
 	upd  *updater
 	diff chan pages.Change
+	feed atomic.Pointer[FeedCache] // nil until TellFeeds
 
 	mu     sync.RWMutex
 	subs   map[string]map[*Subscription]struct{} // channel → its subscribers
@@ -250,9 +251,32 @@ func (h *Hub) receive() {
 	}
 }
 
+// FeedCache keeps feeds built from channels' pages; *feed.Service is one.
+type FeedCache interface {
+	// Changed: channel's newest page changed; feeds built from the copy
+	// before must not be served unchecked any more.
+	Changed(channel string)
+}
+
+// TellFeeds makes f hear of every channel whose events this process
+// delivers, before its subscribers do: a client that refetches a feed on
+// an event (the widget does) then gets the feed with the change, not one
+// kept from the page before, which would still count as fresh until its
+// refresh point. nil: none.
+func (h *Hub) TellFeeds(f FeedCache) {
+	if f == nil {
+		h.feed.Store(nil)
+		return
+	}
+	h.feed.Store(&f)
+}
+
 // deliver hands events to the channel's subscribers whose filter keeps
 // their post. Sends never block: a full buffer closes its subscriber.
 func (h *Hub) deliver(channel string, events []Event) {
+	if f := h.feed.Load(); f != nil {
+		(*f).Changed(channel)
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for s := range h.subs[channel] {

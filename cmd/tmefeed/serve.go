@@ -298,6 +298,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		return nil, err
 	}
 	st.feeds, st.graph, st.gql = gql.feeds, gql.stores, gql.handler
+	st.live.TellFeeds(gql.feeds)
 	embed, err := widget.New(widget.Config{
 		Feed:           gql.feeds,
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),
