@@ -245,6 +245,8 @@ type pageData struct {
 	Channels     []string
 	Source       string // the fragment's URL
 	Poll         int64  // milliseconds
+	Live         string // where to subscribe ("" for nowhere: poll only)
+	LiveBody     string // the subscription's request (JSON)
 	ETag         string
 	Posts        []byte
 	CSS, JS      string
