@@ -622,3 +622,41 @@ func TestPageSubscribesToExactlyItsFeed(t *testing.T) {
 		t.Errorf("a widget without Subscribe names a stream: %q", attr(main, "data-live"))
 	}
 }
+
+// TestAvatarsHaveAStandIn: every post's header holds the channel title's
+// first letter on a circle coloured by the username, under the picture,
+// so a picture that is missing or cannot load leaves no gap; channels of
+// different names tend to get different colours.
+func TestAvatarsHaveAStandIn(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	colours := map[string]string{}
+	for _, a := range articles(t, body(t, e.get(t, "/embed?channels=tmefeed_news,hadashot_today,kanal_novostei,emoji_party&limit=100"))) {
+		avatars := all(a, func(n *html.Node) bool { return hasClass(n, "tf-avatar") })
+		if len(avatars) != 1 {
+			t.Fatalf("%s: %d avatars", attr(a, "data-key"), len(avatars))
+		}
+		av := avatars[0]
+		initial := strings.TrimSpace(text(av))
+		if n := len([]rune(initial)); n != 1 {
+			t.Errorf("%s: initial %q", attr(a, "data-key"), initial)
+		}
+		var colour string
+		for _, c := range strings.Fields(attr(av, "class")) {
+			if strings.HasPrefix(c, "tf-c") {
+				colour = c
+			}
+		}
+		ch, _, _ := strings.Cut(attr(a, "data-key"), "/")
+		if prev, ok := colours[ch]; colour == "" || ok && prev != colour {
+			t.Errorf("%s: colour %q (before: %q)", ch, colour, prev)
+		}
+		colours[ch] = colour
+	}
+	distinct := map[string]bool{}
+	for _, c := range colours {
+		distinct[c] = true
+	}
+	if len(colours) != 4 || len(distinct) < 2 {
+		t.Errorf("colours by channel %v", colours)
+	}
+}
