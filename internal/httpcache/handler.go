@@ -3,6 +3,7 @@ package httpcache
 import (
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Handler compresses the 200 answers of next that are at least the
@@ -10,7 +11,8 @@ import (
 // answers made per request (GraphQL's). Such an answer is held until next
 // returns, then compressed in one call; its ETag, if any, becomes weak. A
 // HEAD, a 304, an answer already coded and any other status pass as they
-// are. A nil Encoder returns next.
+// are, and so does an event stream (text/event-stream), which must reach
+// the client event by event as it is flushed. A nil Encoder returns next.
 func (e *Encoder) Handler(next http.Handler) http.Handler {
 	if e == nil {
 		return next
@@ -44,7 +46,7 @@ func (w *compressWriter) WriteHeader(status int) {
 	}
 	w.wrote = true
 	h := w.Header()
-	if status != http.StatusOK || h.Get("Content-Encoding") != "" {
+	if status != http.StatusOK || h.Get("Content-Encoding") != "" || isEventStream(h.Get("Content-Type")) {
 		w.ResponseWriter.WriteHeader(status)
 		return
 	}
@@ -95,6 +97,11 @@ func (w *compressWriter) finish() {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.ResponseWriter.WriteHeader(w.status)
 	_, _ = w.ResponseWriter.Write(body)
+}
+
+func isEventStream(ctype string) bool {
+	mt, _, _ := strings.Cut(ctype, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
 // Unwrap lets http.ResponseController reach the connection.
