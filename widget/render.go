@@ -3,6 +3,7 @@ package widget
 import (
 	"bytes"
 	"embed"
+	"hash/fnv"
 	"html/template"
 	"net/url"
 	"strconv"
@@ -152,7 +153,9 @@ func newPostView(it feed.Item) postView {
 	if r, _ := utf8.DecodeRuneInString(strings.ToUpper(title)); r != utf8.RuneError {
 		v.Initial = string(r)
 	}
-	v.Hue = int(xxh3.HashString(ch) % avatarHues)
+	hue := fnv.New32a()
+	_, _ = hue.Write([]byte(ch))
+	v.Hue = int(hue.Sum32() % avatarHues)
 	if p.Footer.Date.Unix > 0 {
 		v.DateFallback = time.Unix(p.Footer.Date.Unix, 0).UTC().Format("2 Jan 2006 15:04 UTC")
 	}
