@@ -17,8 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/internal/defaults"
+	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 )
@@ -201,7 +204,32 @@ func (h *Hub) compare() {
 				continue
 			}
 			h.published.Add(uint64(len(events)))
+			if h.feed.Load() != nil {
+				h.settle(c)
+			}
 			h.send(c.Channel, events)
+		}
+	}
+}
+
+// settle waits (a moment, at most publishTimeout) until the cache holds
+// the page a change was found on: the change is told from inside the
+// page's load, before the cache stores it, and a feed rebuilt on the news
+// (FeedCache) must read the new copy, not the one it replaces. Only when
+// feeds are told; each look is a cache hit.
+func (h *Hub) settle(c pages.Change) {
+	ctx, cancel := context.WithTimeout(h.base, publishTimeout)
+	defer cancel()
+	prev := xxh3.Hash(c.Prev)
+	for {
+		res, err := h.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: c.Channel})
+		if err != nil || res.Hash != prev {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
