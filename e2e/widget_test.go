@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,15 +20,27 @@ import (
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tmefeed/tmefeed/fixtures"
 )
 
+// Settings of the widget tests' servers.
+var (
+	// pollOnly: the cache off, so nothing sends live updates and the
+	// widget polls, every second.
+	pollOnly = []string{"--cache-mode", "off", "--embed-poll-interval", "1s"}
+	// liveOnly: the normal cache (a 10 s refresh point; the updater
+	// reloads watched channels' pages about every 7.5 s) and a poll so
+	// slow (its safety net: 40 minutes) that whatever reaches the widget
+	// within the test came over the event stream.
+	liveOnly = []string{"--cache-mode", "normal", "--updater", "on", "--embed-poll-interval", "10m"}
+)
+
 // widgetServer runs the fixture origin in this process (so the test can
-// publish posts on it) and tmefeed against it, with the cache off and a
-// one-second poll, so a published post reaches an open widget in seconds.
-func widgetServer(t *testing.T, ctx context.Context) (*fixtures.Origin, string) {
+// publish posts on it) and tmefeed against it with the given settings.
+func widgetServer(t *testing.T, ctx context.Context, settings []string) (*fixtures.Origin, string) {
 	t.Helper()
 	o := fixtures.NewOrigin(fixtures.OriginOptions{})
 	ts := httptest.NewServer(o)
@@ -40,8 +53,8 @@ func widgetServer(t *testing.T, ctx context.Context) (*fixtures.Origin, string) 
 		}
 	}
 	port := freePort(t)
-	cmd := exec.Command(bin, "serve", "--port", fmt.Sprint(port), "--origin", ts.URL, "--cache-mode", "off",
-		"--embed-poll-interval", "1s", "--log-level", "warn")
+	args := append([]string{"serve", "--port", fmt.Sprint(port), "--origin", ts.URL, "--log-level", "warn"}, settings...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -207,17 +220,33 @@ func waitJS(t *testing.T, ctx context.Context, cond string, d time.Duration) {
 	}
 }
 
+// fetchSpy notes every fetch() a page makes (window.__fetches: method,
+// URL and Accept), installed before the page's own scripts run.
+const fetchSpy = `(() => {
+  window.__fetches = [];
+  const native = window.fetch;
+  window.fetch = function (input, init) {
+    const h = new Headers((init && init.headers) || {});
+    window.__fetches.push({method: (init && init.method) || 'GET', url: String(input), accept: h.get('Accept') || ''});
+    return native.apply(this, arguments);
+  };
+})()`
+
 // TestWidgetLiveInChromium loads the widget in headless Chromium, checks it
-// shows the posts and only talks to tmefeed, publishes a post at the
-// origin and waits for it to appear without a reload, and saves
-// screenshots of both themes and of a 320 px wide frame.
+// shows the posts and only talks to tmefeed, and saves screenshots of both
+// themes and of a 320 px wide frame. Then, with polling set to minutes,
+// it publishes, edits and removes posts at the origin: each change reaches
+// the open widget over its feedUpdates event stream, without a reload.
 func TestWidgetLiveInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	o, base := widgetServer(t, ctx)
+	o, base := widgetServer(t, ctx, liveOnly)
 	host := strings.TrimPrefix(base, "http://")
 	artifacts := artifactsDir(t)
 	bctx, log := newBrowser(t, ctx, host)
+	if _, err := chromedp.Call(bctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: fetchSpy}); err != nil {
+		t.Fatal(err)
+	}
 
 	// The page reports what its Content-Security-Policy blocked.
 	const watchCSP = `window.__csp = []; document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI));`
@@ -235,6 +264,13 @@ func TestWidgetLiveInChromium(t *testing.T) {
 		if (theme == "dark") != (bg == "rgb(15, 20, 25)") {
 			t.Errorf("%s theme: body background %s", theme, bg)
 		}
+		// Avatars: the test fails every request to Telegram's CDN, so each
+		// picture fails and the initial on its coloured circle stands in.
+		waitJS(t, bctx, `[...document.querySelectorAll('.tf-avatar img')].every(i => getComputedStyle(i).display === 'none')`, 10*time.Second)
+		if bad := eval[[]string](t, bctx, `[...document.querySelectorAll('.tf-avatar')].filter(a => { const r = a.getBoundingClientRect(), s = getComputedStyle(a);
+			return r.width !== 40 || r.height !== 40 || a.textContent.trim().length === 0 || s.backgroundColor === 'rgba(0, 0, 0, 0)'; }).map(a => a.closest('article').dataset.key)`); len(bad) > 0 {
+			t.Errorf("%s: avatars without a visible stand-in: %q", theme, bad)
+		}
 		shoot(t, bctx, filepath.Join(artifacts, "widget-"+theme+".png"), 1000)
 	}
 	shoot(t, bctx, filepath.Join(artifacts, "widget-320.png"), 320)
@@ -242,9 +278,25 @@ func TestWidgetLiveInChromium(t *testing.T) {
 		t.Error("at 320 px the page scrolls sideways")
 	}
 
+	// The widget subscribed: one POST to /graphql asking for an event stream.
+	do(t, bctx, chromedp.EmulateViewport(1000, 1100))
+	type call struct{ Method, URL, Accept string }
+	streams := func() []call {
+		var out []call
+		for _, c := range eval[[]call](t, bctx, `window.__fetches`) {
+			if strings.HasSuffix(c.URL, "/graphql") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	waitJS(t, bctx, `window.__fetches.some(f => f.url.endsWith('/graphql'))`, 10*time.Second)
+	if s := streams(); len(s) != 1 || s[0].Method != "POST" || s[0].Accept != "text/event-stream" {
+		t.Fatalf("subscription requests: %+v", s)
+	}
+
 	// Live: a post published at the origin appears at the top, highlighted,
 	// in the same document (the marker set now would not survive a reload).
-	do(t, bctx, chromedp.EmulateViewport(1000, 1100))
 	eval[bool](t, bctx, `window.__sameDocument = true`)
 	id := o.PublishPost("hadashot_today", "Published while the widget was open")
 	key := fmt.Sprintf("hadashot_today/%d", id)
@@ -263,10 +315,28 @@ func TestWidgetLiveInChromium(t *testing.T) {
 	}
 	shoot(t, bctx, filepath.Join(artifacts, "widget-new-post.png"), 1000)
 
-	// An edit updates the post in place.
+	// An edit updates the post in place: the same position, new text.
 	o.EditPost("hadashot_today", id, "Published, then corrected")
 	waitJS(t, bctx, `document.querySelector('[role=feed] article').textContent.includes('Published, then corrected') && window.__sameDocument`, 30*time.Second)
+	if k := eval[string](t, bctx, `document.querySelector('[role=feed] article').dataset.key`); k != key {
+		t.Errorf("after the edit the first post is %s, want %s", k, key)
+	}
 
+	// A removed post disappears: the channel's post before the new one (a
+	// removal is told for a post within the page's range of ids).
+	gone := eval[string](t, bctx, `[...document.querySelectorAll('[role=feed] article')].map(a => a.dataset.key).filter(k => k.startsWith('hadashot_today/'))[1]`)
+	goneID, err := strconv.Atoi(strings.TrimPrefix(gone, "hadashot_today/"))
+	if err != nil {
+		t.Fatalf("no second hadashot_today post shown: %q", gone)
+	}
+	o.RemovePost("hadashot_today", goneID)
+	waitJS(t, bctx, `!document.querySelector('[data-key="`+gone+`"]') && window.__sameDocument`, 30*time.Second)
+
+	// All of it came over the one stream: it was never reopened, and the
+	// page's timer (40 minutes while streaming) never fired.
+	if s := streams(); len(s) != 1 {
+		t.Errorf("the stream was opened %d times: %+v", len(s), s)
+	}
 	if csp := eval[[]string](t, bctx, `window.__csp`); len(csp) > 0 {
 		t.Errorf("the Content-Security-Policy blocked: %q", csp)
 	}
@@ -303,7 +373,7 @@ func assertOnlyLocal(t *testing.T, log *requestLog) {
 func TestSnippetPageCodeLoadsTheWidget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, base := widgetServer(t, ctx)
+	_, base := widgetServer(t, ctx, pollOnly)
 	host := strings.TrimPrefix(base, "http://")
 	bctx, log := newBrowser(t, ctx, host)
 

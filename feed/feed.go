@@ -249,6 +249,8 @@ type build struct {
 	order   Order
 	hash    uint64 // of the channels' page hashes and failures
 	builtAt time.Time
+	// channels are the query's valid names, sorted, for Changed.
+	channels []string
 	// validUntil (Unix nanoseconds) is when the build stops being reused
 	// unchecked; a recheck that finds the pages unchanged moves it, and
 	// updates fresh.
@@ -323,6 +325,20 @@ func (s *Service) keep(key string, b *build) {
 	}
 	s.keptOwn.Add(b.own)
 	s.kept.Set(key, b)
+}
+
+// Changed says channel's newest page changed before its refresh point
+// (the background updater fetched it, and subscribers are being told):
+// the kept builds holding the channel are checked again on their next
+// use, so that a client refetching on the news finds it. Nothing is
+// rebuilt here, and the cost is one pass over the kept builds, off the
+// request path.
+func (s *Service) Changed(channel string) {
+	for _, b := range s.kept.All() {
+		if _, ok := slices.BinarySearch(b.channels, channel); ok {
+			b.validUntil.Store(0)
+		}
+	}
 }
 
 // MaxChannels is the most channels one feed may name.
@@ -611,7 +627,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		return k, nil
 	}
 
-	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now}
+	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now, channels: q.channels}
 	b.validUntil.Store(until)
 	b.fresh.Store(&fr)
 	b.failed = append(b.failed, q.invalid...)

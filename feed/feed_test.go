@@ -826,3 +826,46 @@ func TestWaitingBuildsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestChangedChecksKeptBuildsOfThatChannel: a channel's page refreshed
+// before the kept build's refresh point (the background updater does
+// that) is in the next answer once Changed names it; builds of other
+// channels stay kept.
+func TestChangedChecksKeptBuildsOfThatChannel(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	src.set("alpha", 100, post(1, 2, 10))
+	src.set("bravo", 100, post(1, 1, 10))
+	s := newService(t, src, clk, 10*time.Second)
+	both := Request{Channels: []string{"alpha", "bravo"}, First: 5, Order: Newest}
+	other := Request{Channels: []string{"bravo"}, First: 5, Order: Newest}
+	for _, r := range []Request{both, other} {
+		if _, err := s.Feed(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Add(7 * time.Second)
+	src.fetchedAt = clk.Now()
+	src.set("alpha", 100, post(2, 0, 1), post(1, 2, 10))
+	p, err := s.Feed(context.Background(), both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p.Items); got[0] != "bravo/1" {
+		t.Fatalf("the kept build should still answer before Changed: %q", got)
+	}
+	calls := src.calls.Load()
+	s.Changed("alpha")
+	if p, err = s.Feed(context.Background(), both); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(p.Items); len(got) != 3 || got[0] != "alpha/2" {
+		t.Errorf("after Changed: %q, want alpha/2 first", got)
+	}
+	if _, err := s.Feed(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	if got := src.calls.Load() - calls; got != 2 {
+		t.Errorf("%d page reads after Changed, want 2 (the changed feed's; the other feed stays kept)", got)
+	}
+}

@@ -209,3 +209,39 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestFeedsHearOfChangesBeforeSubscribers: a client that refetches its
+// feed on an event gets the feed with the change, although the page was
+// refreshed before the kept build's refresh point.
+func TestFeedsHearOfChangesBeforeSubscribers(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{})
+	const refresh = 4 * time.Second // the updater reloads a page 1 s before its kept feeds go stale
+	p := w.process(t, processOptions{refresh: refresh})
+	feeds, err := feed.New(feed.Config{Pages: p.pages, Refresh: refresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(feeds.Close)
+	p.hub.TellFeeds(feeds)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub, err := p.hub.Subscribe(ctx, live.Request{Channels: []string{"tmefeed_news"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := feed.Request{Channels: []string{"tmefeed_news"}, First: 3, Order: feed.Newest}
+	if _, err := feeds.Feed(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	id := w.origin.PublishPost("tmefeed_news", "fresh news")
+	if e, _ := next(t, sub); e.Kind != live.KindNew || e.Post.ID != id {
+		t.Fatalf("got %s %d, want NEW %d", e.Kind, e.Post.ID, id)
+	}
+	page, err := feeds.Feed(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := page.Items[0].Post.ID; got != id {
+		t.Errorf("the feed read right after the event starts with post %d, want the new %d", got, id)
+	}
+}

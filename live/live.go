@@ -17,8 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zeebo/xxh3"
+
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/internal/defaults"
+	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 )
@@ -98,6 +101,7 @@ type Hub struct {
 	pub  Publisher
 	upd  *updater
 	diff chan pages.Change
+	feed atomic.Pointer[FeedCache] // nil until TellFeeds
 
 	mu     sync.RWMutex
 	subs   map[string]map[*Subscription]struct{} // channel → its subscribers
@@ -200,7 +204,32 @@ func (h *Hub) compare() {
 				continue
 			}
 			h.published.Add(uint64(len(events)))
+			if h.feed.Load() != nil {
+				h.settle(c)
+			}
 			h.send(c.Channel, events)
+		}
+	}
+}
+
+// settle waits (a moment, at most publishTimeout) until the cache holds
+// the page a change was found on: the change is told from inside the
+// page's load, before the cache stores it, and a feed rebuilt on the news
+// (FeedCache) must read the new copy, not the one it replaces. Only when
+// feeds are told; each look is a cache hit.
+func (h *Hub) settle(c pages.Change) {
+	ctx, cancel := context.WithTimeout(h.base, publishTimeout)
+	defer cancel()
+	prev := xxh3.Hash(c.Prev)
+	for {
+		res, err := h.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: c.Channel})
+		if err != nil || res.Hash != prev {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
@@ -250,9 +279,32 @@ func (h *Hub) receive() {
 	}
 }
 
+// FeedCache keeps feeds built from channels' pages; *feed.Service is one.
+type FeedCache interface {
+	// Changed: channel's newest page changed; feeds built from the copy
+	// before must not be served unchecked any more.
+	Changed(channel string)
+}
+
+// TellFeeds makes f hear of every channel whose events this process
+// delivers, before its subscribers do: a client that refetches a feed on
+// an event (the widget does) then gets the feed with the change, not one
+// kept from the page before, which would still count as fresh until its
+// refresh point. nil: none.
+func (h *Hub) TellFeeds(f FeedCache) {
+	if f == nil {
+		h.feed.Store(nil)
+		return
+	}
+	h.feed.Store(&f)
+}
+
 // deliver hands events to the channel's subscribers whose filter keeps
 // their post. Sends never block: a full buffer closes its subscriber.
 func (h *Hub) deliver(channel string, events []Event) {
+	if f := h.feed.Load(); f != nil {
+		(*f).Changed(channel)
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	for s := range h.subs[channel] {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/feed/feedquery"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/parser"
 )
@@ -130,7 +131,7 @@ func (h *handler) feedRequest(in FeedRequest, defaultLimit int) (feed.Request, *
 		req.First = *in.Limit
 	}
 	if in.Order != "" {
-		o, ok := restOrder(in.Order)
+		o, ok := feedquery.OrderOf(in.Order)
 		if !ok {
 			return bad(`"order" must be one of ` + restOrders())
 		}
@@ -138,7 +139,7 @@ func (h *handler) feedRequest(in FeedRequest, defaultLimit int) (feed.Request, *
 	}
 	if f := in.Filter; f != nil {
 		for _, k := range f.MediaKinds {
-			mk, ok := restMediaKind(k)
+			mk, ok := feedquery.MediaKindOf(k)
 			if !ok {
 				return bad(`"media_kinds" must list kinds among ` + restMediaKinds() + `, not ` + strconv.Quote(clip(k)))
 			}
@@ -178,17 +179,6 @@ func (h *handler) feedRequest(in FeedRequest, defaultLimit int) (feed.Request, *
 	return req, nil
 }
 
-// restMediaKind reads a media kind as the REST JSON writes it ("image"),
-// case-insensitively.
-func restMediaKind(s string) (parser.MediaKind, bool) {
-	for _, k := range parser.MediaKinds() {
-		if strings.EqualFold(s, string(k)) {
-			return k, true
-		}
-	}
-	return "", false
-}
-
 func restMediaKinds() string {
 	var names []string
 	for _, k := range parser.MediaKinds() {
@@ -203,17 +193,6 @@ func feedRenderKey(c httpcache.Coding) string {
 		return "rest:v1:zstd"
 	}
 	return "rest:v1:gzip"
-}
-
-// restOrder reads a feed order as REST spells it: the feed's own names,
-// case-insensitively ("ranked", "newest").
-func restOrder(s string) (feed.Order, bool) {
-	for _, o := range feed.Orders() {
-		if strings.EqualFold(s, string(o)) {
-			return o, true
-		}
-	}
-	return "", false
 }
 
 func restOrders() string {

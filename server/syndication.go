@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/feed/feedquery"
 	"github.com/tmefeed/tmefeed/feedformat"
 	"github.com/tmefeed/tmefeed/pages"
 )
@@ -29,41 +29,29 @@ const DefaultFormatLimit = 100
 // holds the channels that could be read and this header says what is missing.
 const FailedChannelsHeader = "Tmefeed-Failed-Channels"
 
-// The query parameters of the feed-reader routes: the fields of POST
-// /v1/feed's body (without "after": a reader does not page) and of its
-// filter. Lists may be given comma-separated, repeated, or both.
-var (
-	formatListParams   = []string{"channels", "media_kinds", "hashtags"}
-	formatSingleParams = []string{"order", "limit", "query", "since", "until", "exclude_forwarded", "exclude_replies", "exclude_service"}
-)
-
 // GET /v1/rss, /v1/atom, /v1/jsonfeed ?channels=a,b[&order=…&limit=N&filter fields]:
 // the feed POST /v1/feed answers, from the same builds, as a document feed
 // readers subscribe to. A 304 answers a reader whose copy is current.
 func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		in, e := formatQuery(r.URL.RawQuery)
-		if e != nil {
-			h.fail(w, r, *e)
+		q, err := h.formatQuery(r.URL.RawQuery)
+		if err != nil {
+			h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: err.Error()})
 			return
 		}
-		req, e := h.feedRequest(in, DefaultFormatLimit)
-		if e != nil {
-			h.fail(w, r, *e)
-			return
-		}
+		req := q.Request
 		p, err := h.feeds.Feed(r.Context(), req)
 		if err != nil {
 			h.failErr(w, r, err)
 			return
 		}
-		channels := distinctChannels(in.Channels)
+		channels := distinctChannels(req.Channels)
 		if len(p.Items) == 0 && len(p.Failed) > 0 && len(p.Failed) >= channels.count {
 			h.fail(w, r, allFailed(p.Failed, h))
 			return
 		}
 		base := h.baseURL(r)
-		self := base + r.URL.Path + "?" + canonicalQuery(in)
+		self := base + r.URL.Path + "?" + canonicalQuery(q)
 		opts := feedformat.Options{
 			Channels:  channels.valid,
 			Order:     req.Order,
@@ -98,111 +86,54 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 	}
 }
 
-// formatQuery reads a feed-reader route's query string. Unknown or
-// repeated single parameters are refused, as unknown fields of a body
-// are, so that a typo is not silently ignored.
-func formatQuery(raw string) (FeedRequest, *apiError) {
-	var in FeedRequest
-	bad := func(msg string) (FeedRequest, *apiError) {
-		return in, &apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: msg}
-	}
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return bad("the query string is malformed: " + clip(err.Error()))
-	}
-	var f FeedFilter
-	for name, vals := range q {
-		if slices.Contains(formatListParams, name) {
-			var list []string
-			for _, v := range vals {
-				for item := range strings.SplitSeq(v, ",") {
-					if item = strings.TrimSpace(item); item != "" {
-						list = append(list, item)
-					}
-				}
-			}
-			switch name {
-			case "channels":
-				in.Channels = list
-			case "media_kinds":
-				f.MediaKinds = list
-			case "hashtags":
-				f.Hashtags = list
-			}
-			continue
-		}
-		if !slices.Contains(formatSingleParams, name) {
-			return bad("unknown parameter " + strconv.Quote(clip(name)) + "; want channels, " + strings.Join(formatListParams[1:], ", ") + ", " + strings.Join(formatSingleParams, ", "))
-		}
-		if len(vals) > 1 {
-			return bad(strconv.Quote(name) + " must be given once")
-		}
-		v := vals[0]
-		switch name {
-		case "order":
-			in.Order = v
-		case "limit":
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return bad(`"limit" must be a whole number, not ` + strconv.Quote(clip(v)))
-			}
-			in.Limit = &n
-		case "query":
-			f.Query = v
-		case "since":
-			f.Since = v
-		case "until":
-			f.Until = v
-		default: // the exclude_* flags: present without a value means true
-			b := true
-			if v != "" {
-				if b, err = strconv.ParseBool(v); err != nil {
-					return bad(strconv.Quote(name) + " must be true or false, not " + strconv.Quote(clip(v)))
-				}
-			}
-			switch name {
-			case "exclude_forwarded":
-				f.ExcludeForwarded = b
-			case "exclude_replies":
-				f.ExcludeReplies = b
-			case "exclude_service":
-				f.ExcludeService = b
-			}
-		}
-	}
-	in.Filter = &f // an empty filter keeps every post
-	return in, nil
+// formatQuery reads a feed-reader route's query string: the fields of
+// POST /v1/feed's body (without "after": a reader does not page) and of
+// its filter, by their REST names. Lists may be given comma-separated,
+// repeated, or both; unknown or repeated single parameters are refused, as
+// unknown fields of a body are, so that a typo is not silently ignored.
+func (h *handler) formatQuery(raw string) (feedquery.Query, error) {
+	return feedquery.Parse(raw, feedquery.Options{
+		Names:        feedquery.RESTNames,
+		Style:        feedquery.StyleREST,
+		RepeatLists:  true,
+		MaxLimit:     h.feeds.MaxFirst(),
+		DefaultLimit: min(DefaultFormatLimit, h.feeds.MaxFirst()),
+	})
 }
 
-// canonicalQuery writes in back as a query string, the same for every
+// canonicalQuery writes q back as a query string, the same for every
 // spelling of the same request, for the document's own address.
-func canonicalQuery(in FeedRequest) string {
+func canonicalQuery(in feedquery.Query) string {
 	q := url.Values{}
-	q.Set("channels", strings.Join(in.Channels, ","))
-	if in.Order != "" {
-		q.Set("order", strings.ToLower(in.Order))
-	}
-	if in.Limit != nil {
-		q.Set("limit", strconv.Itoa(*in.Limit))
-	}
-	if f := in.Filter; f != nil {
-		set := func(k, v string) {
-			if v != "" {
-				q.Set(k, v)
-			}
+	n := feedquery.RESTNames
+	f := in.Request.Filter
+	q.Set(n.Channels, strings.Join(in.Request.Channels, ","))
+	set := func(k, v string) {
+		if v != "" {
+			q.Set(k, v)
 		}
-		set("media_kinds", strings.Join(f.MediaKinds, ","))
-		set("hashtags", strings.Join(f.Hashtags, ","))
-		set("query", f.Query)
-		set("since", f.Since)
-		set("until", f.Until)
-		for _, b := range []struct {
-			k string
-			v bool
-		}{{"exclude_forwarded", f.ExcludeForwarded}, {"exclude_replies", f.ExcludeReplies}, {"exclude_service", f.ExcludeService}} {
-			if b.v {
-				q.Set(b.k, "true")
-			}
+	}
+	set(n.Order, strings.ToLower(in.Given[n.Order]))
+	if _, ok := in.Given[n.Limit]; ok {
+		q.Set(n.Limit, strconv.Itoa(in.Request.First))
+	}
+	var kinds []string
+	for _, k := range strings.Split(in.Given[n.MediaKinds], ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			kinds = append(kinds, k)
+		}
+	}
+	set(n.MediaKinds, strings.Join(kinds, ","))
+	set(n.Hashtags, strings.Join(f.Hashtags, ","))
+	set(n.Query, f.Query)
+	set(n.Since, in.Given[n.Since])
+	set(n.Until, in.Given[n.Until])
+	for _, b := range []struct {
+		k string
+		v bool
+	}{{n.ExcludeForwarded, f.ExcludeForwarded}, {n.ExcludeReplies, f.ExcludeReplies}, {n.ExcludeService, f.ExcludeService}} {
+		if b.v {
+			q.Set(b.k, "true")
 		}
 	}
 	return q.Encode()

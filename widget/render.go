@@ -3,6 +3,7 @@ package widget
 import (
 	"bytes"
 	"embed"
+	"hash/fnv"
 	"html/template"
 	"net/url"
 	"strconv"
@@ -20,7 +21,10 @@ import (
 
 // renderVersion names the markup renderPosts writes; bump it when that
 // changes, so kept renders and clients' ETags are not reused.
-const renderVersion = "1"
+const renderVersion = "2"
+
+// avatarHues is the number of tf-c* colours in widget.css.
+const avatarHues = 8
 
 //go:embed templates
 var templateFS embed.FS
@@ -39,6 +43,7 @@ type postView struct {
 	ChannelTitle       string
 	ChannelURL, URL    string
 	Avatar, Initial    string
+	Hue                int // of the initial's circle, from the username (tf-c0 … tf-c7)
 	Service            string
 	Text               template.HTML
 	Forwarded          *parser.Forwarded
@@ -141,9 +146,16 @@ func newPostView(it feed.Item) postView {
 		}
 		v.Avatar = it.Channel.Avatar
 	}
-	if r, _ := utf8.DecodeRuneInString(strings.ToUpper(v.ChannelTitle)); r != utf8.RuneError {
+	// The avatar's stand-in, under the picture while it loads and in its
+	// place when it cannot: the title's first letter (or symbol) on a
+	// circle whose colour follows the username, so channels stay apart.
+	title := strings.TrimLeft(v.ChannelTitle, "@")
+	if r, _ := utf8.DecodeRuneInString(strings.ToUpper(title)); r != utf8.RuneError {
 		v.Initial = string(r)
 	}
+	hue := fnv.New32a()
+	_, _ = hue.Write([]byte(ch))
+	v.Hue = int(hue.Sum32() % avatarHues)
 	if p.Footer.Date.Unix > 0 {
 		v.DateFallback = time.Unix(p.Footer.Date.Unix, 0).UTC().Format("2 Jan 2006 15:04 UTC")
 	}
@@ -245,6 +257,8 @@ type pageData struct {
 	Channels     []string
 	Source       string // the fragment's URL
 	Poll         int64  // milliseconds
+	Live         string // where to subscribe ("" for nowhere: poll only)
+	LiveBody     string // the subscription's request (JSON)
 	ETag         string
 	Posts        []byte
 	CSS, JS      string

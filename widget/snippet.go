@@ -66,10 +66,10 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 				wq[k] = v
 			}
 		}
-		v, err := parseView(wq, h.feeds.MaxChannels(), h.maxLimit)
+		v, err := parseView(wq.Encode(), h.feeds.MaxChannels(), h.maxLimit)
 		switch {
 		case err != nil:
-			d.Error = strings.TrimPrefix(err.Error(), errBadParam.Error()+": ")
+			d.Error = err.Error()
 		case !frameSize(d.Width, true) || !frameSize(d.Height, false):
 			d.Error = "width: want " + strconv.Itoa(minFrame) + " to " + strconv.Itoa(maxFrame) + " pixels or 100%; height: " + strconv.Itoa(minFrame) + " to " + strconv.Itoa(maxFrame) + " pixels"
 		default:

@@ -6,9 +6,12 @@
 // The widget is a face over feed, like GraphQL and REST: its posts come
 // from feed.Service.Feed and its HTML is rendered once per feed build with
 // feed.Service.Rendered, so a thousand open widgets of one feed cost one
-// build and one render. The page keeps itself current by asking for its
-// posts again (GET /embed/posts, answered 304 while the build is
-// unchanged) and updating in place.
+// build and one render. The page keeps itself current by subscribing to
+// its channels' updates (GraphQL feedUpdates over server-sent events) and,
+// on each burst of them, asking for its posts again (GET /embed/posts,
+// answered 304 while the build is unchanged) and updating in place; it
+// polls the same address when the stream cannot be had, and slowly
+// besides, as a safety net.
 //
 // Safe by construction: post HTML goes through package sanitize; every
 // answer carries a Content-Security-Policy that allows no inline script or
@@ -62,6 +65,11 @@ type Config struct {
 	PollInterval time.Duration
 	// MaxLimit bounds the posts one widget shows (DefaultMaxLimit).
 	MaxLimit int
+	// Subscribe is the path of the GraphQL endpoint serving the
+	// feedUpdates subscription as an event stream ("/graphql"); the page
+	// subscribes there and refetches its posts on each burst of updates.
+	// Empty: the page polls only (no background updater would send them).
+	Subscribe string
 	// Logger receives render failures; nil discards.
 	Logger *slog.Logger
 }
@@ -71,6 +79,7 @@ type Handler struct {
 	feeds    FeedService
 	poll     time.Duration
 	maxLimit int
+	sub      string
 	csp      string
 	assets   *assets
 	log      *slog.Logger
@@ -106,7 +115,10 @@ func New(cfg Config) (*Handler, error) {
 	if err := CheckFrameAncestors(anc); err != nil {
 		return nil, fmt.Errorf("widget: %w", err)
 	}
-	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, log: cfg.Logger}
+	if cfg.Subscribe != "" && !strings.HasPrefix(cfg.Subscribe, "/") {
+		return nil, fmt.Errorf("widget: Config.Subscribe %q is not a path on this server", cfg.Subscribe)
+	}
+	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, sub: cfg.Subscribe, log: cfg.Logger}
 	if h.poll <= 0 {
 		h.poll = DefaultPollInterval
 	}
@@ -160,9 +172,9 @@ func (h *Handler) secure(w http.ResponseWriter) {
 
 // load answers the feed of the request's query, or writes the error page.
 func (h *Handler) load(w http.ResponseWriter, r *http.Request) (view, *feed.Page, bool) {
-	v, err := parseView(r.URL.Query(), h.feeds.MaxChannels(), h.maxLimit)
+	v, err := parseView(r.URL.RawQuery, h.feeds.MaxChannels(), h.maxLimit)
 	if err != nil {
-		h.errorPage(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), errBadParam.Error()+": "))
+		h.errorPage(w, http.StatusBadRequest, err.Error())
 		return v, nil, false
 	}
 	p, err := h.feeds.Feed(r.Context(), v.req)
@@ -184,7 +196,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	etag := tag(p.Key, renderVersion, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10))
+	etag := tag(p.Key, renderVersion, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10), h.sub)
 	if notModified(w, r, etag) {
 		return
 	}
@@ -199,6 +211,8 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		Channels: v.req.Channels,
 		Source:   "/embed/posts?" + v.query,
 		Poll:     h.poll.Milliseconds(),
+		Live:     h.sub,
+		LiveBody: h.liveRequest(v),
 		ETag:     fragmentTag(p),
 		Posts:    body,
 		CSS:      h.assets.url("widget.css"),

@@ -2,11 +2,13 @@ package widget_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -570,5 +572,91 @@ func TestHostilePostIsInertOnThePage(t *testing.T) {
 	}
 	if !strings.Contains(text(arts[0]), "bold") || !strings.Contains(text(arts[0]), "<script>alert(1)</script>") {
 		t.Errorf("text lost, or the title not shown as text: %q", text(arts[0]))
+	}
+}
+
+// TestPageSubscribesToExactlyItsFeed: the page names the subscription it
+// opens, with its channels and the same filter its /embed parameters
+// give its posts; order and limit stay the refetch's.
+func TestPageSubscribesToExactlyItsFeed(t *testing.T) {
+	e := newEnv(t, widget.Config{Subscribe: "/graphql"})
+	const target = "/embed?channels=TmeFeed_News,@hadashot_today&order=ranked&limit=7&mediaKinds=image,round_video&hashtags=news,%23x" +
+		"&query=+hello+&since=2026-01-01T00:00:00Z&until=2026-06-01T00:00:00%2B02:00&excludeReplies=true&excludeService=1&theme=dark"
+	main := all(parse(t, body(t, e.get(t, target))), tag("main"))[0]
+	if attr(main, "data-live") != "/graphql" {
+		t.Fatalf("data-live %q", attr(main, "data-live"))
+	}
+	var req struct {
+		Query         string `json:"query"`
+		OperationName string `json:"operationName"`
+		Variables     struct {
+			Channels []string       `json:"channels"`
+			Filter   map[string]any `json:"filter"`
+		} `json:"variables"`
+	}
+	if err := json.Unmarshal([]byte(attr(main, "data-live-body")), &req); err != nil {
+		t.Fatalf("data-live-body: %v", err)
+	}
+	if !strings.HasPrefix(req.Query, "subscription WidgetUpdates(") || !strings.Contains(req.Query, "feedUpdates(channels: $channels, filter: $filter)") {
+		t.Errorf("document %q", req.Query)
+	}
+	if got := strings.Join(req.Variables.Channels, ","); got != "tmefeed_news,hadashot_today" {
+		t.Errorf("channels %q", got)
+	}
+	want := map[string]any{
+		"mediaKinds": []any{"IMAGE", "ROUND_VIDEO"}, "hashtags": []any{"news", "#x"}, "query": "hello",
+		"since": "2026-01-01T00:00:00Z", "until": "2026-06-01T00:00:00+02:00", "excludeReplies": true, "excludeService": true,
+	}
+	if !reflect.DeepEqual(req.Variables.Filter, want) {
+		t.Errorf("filter %v, want %v", req.Variables.Filter, want)
+	}
+	// No filter: an empty one, which keeps every post.
+	main = all(parse(t, body(t, e.get(t, "/embed?channels=tmefeed_news"))), tag("main"))[0]
+	if b := attr(main, "data-live-body"); !strings.Contains(b, `"variables":{"channels":["tmefeed_news"],"filter":{}}`) {
+		t.Errorf("unfiltered: %s", b)
+	}
+	// Without a subscription endpoint the page polls only.
+	plain := newEnv(t, widget.Config{})
+	main = all(parse(t, body(t, plain.get(t, "/embed?channels=tmefeed_news"))), tag("main"))[0]
+	if attr(main, "data-live") != "" || attr(main, "data-live-body") != "" {
+		t.Errorf("a widget without Subscribe names a stream: %q", attr(main, "data-live"))
+	}
+}
+
+// TestAvatarsHaveAStandIn: every post's header holds the channel title's
+// first letter on a circle coloured by the username, under the picture,
+// so a picture that is missing or cannot load leaves no gap; channels of
+// different names tend to get different colours.
+func TestAvatarsHaveAStandIn(t *testing.T) {
+	e := newEnv(t, widget.Config{})
+	colours := map[string]string{}
+	for _, a := range articles(t, body(t, e.get(t, "/embed?channels=tmefeed_news,hadashot_today,kanal_novostei,emoji_party&limit=100"))) {
+		avatars := all(a, func(n *html.Node) bool { return hasClass(n, "tf-avatar") })
+		if len(avatars) != 1 {
+			t.Fatalf("%s: %d avatars", attr(a, "data-key"), len(avatars))
+		}
+		av := avatars[0]
+		initial := strings.TrimSpace(text(av))
+		if n := len([]rune(initial)); n != 1 {
+			t.Errorf("%s: initial %q", attr(a, "data-key"), initial)
+		}
+		var colour string
+		for _, c := range strings.Fields(attr(av, "class")) {
+			if strings.HasPrefix(c, "tf-c") {
+				colour = c
+			}
+		}
+		ch, _, _ := strings.Cut(attr(a, "data-key"), "/")
+		if prev, ok := colours[ch]; colour == "" || ok && prev != colour {
+			t.Errorf("%s: colour %q (before: %q)", ch, colour, prev)
+		}
+		colours[ch] = colour
+	}
+	distinct := map[string]bool{}
+	for _, c := range colours {
+		distinct[c] = true
+	}
+	if len(colours) != 4 || len(distinct) < 2 {
+		t.Errorf("colours by channel %v", colours)
 	}
 }

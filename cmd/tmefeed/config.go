@@ -98,7 +98,7 @@ var serveSettings = []setting{
 	{"HISTORY_MAX_PAGES", "history-max-pages", "10", "most t.me pages read per channel to reach older posts (Channel.posts first up to 200, feeds with since), 1..100"},
 	{"CURSOR_KEY", "cursor-key", "", "secret feed cursors are sealed with; the same on every process serving the same clients; empty = a built-in key"},
 	{"EMBED_FRAME_ANCESTORS", "embed-frame-ancestors", "*", "pages allowed to embed the /embed widget, as CSP frame-ancestors sources separated by spaces or commas, e.g. 'self' https://dash.example.com"},
-	{"EMBED_POLL_INTERVAL", "embed-poll-interval", "15s", "how often an open /embed widget asks whether its feed changed"},
+	{"EMBED_POLL_INTERVAL", "embed-poll-interval", "15s", "how often an open /embed widget asks whether its feed changed when its live update stream cannot be had (4 times less often while it is open)"},
 	{"PUBLIC_URL", "public-url", "", "URL clients reach the service at, e.g. https://tmefeed.example; feed-reader documents link themselves and media (/media/…) through it; empty = the request's Host and Telegram's media URLs"},
 	{"UPDATER", "updater", "on", "on | off: refresh popular and subscribed channels' pages in the background, shortly before their refresh point"},
 	{"UPDATER_CONCURRENCY", "updater-concurrency", "16", "most origin fetches the background updater runs at once"},

@@ -298,10 +298,18 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		return nil, err
 	}
 	st.feeds, st.graph, st.gql = gql.feeds, gql.stores, gql.handler
+	st.live.TellFeeds(gql.feeds)
+	// Open widgets subscribe to their channels' updates when something
+	// sends them: the background updater, which needs a refresh point.
+	subscribe := ""
+	if cfg.Updater && cfg.Refresh > 0 {
+		subscribe = "/graphql"
+	}
 	embed, err := widget.New(widget.Config{
 		Feed:           gql.feeds,
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),
 		PollInterval:   cfg.EmbedPoll,
+		Subscribe:      subscribe,
 		Logger:         log,
 	})
 	if err != nil {

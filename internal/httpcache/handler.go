@@ -11,7 +11,8 @@ import (
 // answers made per request (GraphQL's). Such an answer is held until next
 // returns, then compressed in one call; its ETag, if any, becomes weak. A
 // HEAD, a 304, an answer already coded and any other status pass as they
-// are. A nil Encoder returns next.
+// are, and so does an event stream (text/event-stream), which must reach
+// the client event by event as it is flushed. A nil Encoder returns next.
 func (e *Encoder) Handler(next http.Handler) http.Handler {
 	if e == nil {
 		return next
@@ -47,7 +48,7 @@ func (w *compressWriter) WriteHeader(status int) {
 	h := w.Header()
 	// An event stream is written as it happens: holding it for
 	// compression would hold it until it ends.
-	if status != http.StatusOK || h.Get("Content-Encoding") != "" || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+	if status != http.StatusOK || h.Get("Content-Encoding") != "" || isEventStream(h.Get("Content-Type")) {
 		w.ResponseWriter.WriteHeader(status)
 		return
 	}
@@ -113,6 +114,11 @@ func (w *compressWriter) Flush() {
 		w.buf = nil
 	}
 	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func isEventStream(ctype string) bool {
+	mt, _, _ := strings.Cut(ctype, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
 // Unwrap lets http.ResponseController reach the connection.

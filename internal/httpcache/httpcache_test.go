@@ -275,3 +275,38 @@ func TestHandlerStreams(t *testing.T) {
 		resp.Body.Close()
 	}
 }
+
+// TestHandlerPassesEventStreams: an event stream reaches the client as it
+// is written and flushed, uncompressed, whatever Accept-Encoding says;
+// holding it for compression would hold every event until the stream ends.
+func TestHandlerPassesEventStreams(t *testing.T) {
+	e := newEncoder(t, 1)
+	first := make(chan struct{})
+	release := make(chan struct{})
+	h := e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, ":\n\nevent: next\ndata: {\"data\":{}}\n\n")
+		_ = http.NewResponseController(w).Flush()
+		close(first)
+		<-release
+	}))
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	res, err := ts.Client().Transport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	defer close(release)
+	<-first
+	if ce := res.Header.Get("Content-Encoding"); ce != "" {
+		t.Fatalf("an event stream coded %q", ce)
+	}
+	buf := make([]byte, 64)
+	n, err := io.ReadAtLeast(res.Body, buf, len(":\n\nevent: next"))
+	if err != nil || !strings.HasPrefix(string(buf[:n]), ":\n\nevent: next") {
+		t.Fatalf("read %q, %v; want the first event while the stream is open", buf[:n], err)
+	}
+}

@@ -1,0 +1,74 @@
+package widget
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tmefeed/tmefeed/parser"
+)
+
+// liveDocument is the subscription a widget page opens. It asks only for
+// what the page acts on: the kind of change and which post (to take a
+// removed post away at once); the posts themselves come from the
+// fragment, rendered and sanitized by the server, never from the event.
+const liveDocument = `subscription WidgetUpdates($channels: [String!]!, $filter: FeedFilter) {
+  feedUpdates(channels: $channels, filter: $filter) { kind post { channel messageId } }
+}`
+
+// graphQLMediaKinds spells the parser's media kinds as the schema's
+// MediaKind enum does (a test checks them against graph/model's mapping).
+var graphQLMediaKinds = map[parser.MediaKind]string{
+	parser.MediaImage:       "IMAGE",
+	parser.MediaVideo:       "VIDEO",
+	parser.MediaGIF:         "GIF",
+	parser.MediaVoice:       "VOICE",
+	parser.MediaRoundVideo:  "ROUND_VIDEO",
+	parser.MediaSticker:     "STICKER",
+	parser.MediaDocument:    "DOCUMENT",
+	parser.MediaAudio:       "AUDIO",
+	parser.MediaUnsupported: "UNSUPPORTED",
+}
+
+// liveFilter is the schema's FeedFilter input; unset fields are left out.
+type liveFilter struct {
+	MediaKinds       []string `json:"mediaKinds,omitempty"`
+	Hashtags         []string `json:"hashtags,omitempty"`
+	Query            string   `json:"query,omitempty"`
+	Since            string   `json:"since,omitempty"`
+	Until            string   `json:"until,omitempty"`
+	ExcludeForwarded bool     `json:"excludeForwarded,omitempty"`
+	ExcludeReplies   bool     `json:"excludeReplies,omitempty"`
+	ExcludeService   bool     `json:"excludeService,omitempty"`
+}
+
+// liveRequest is the body the page POSTs to subscribe to the updates of
+// v's feed: its channels and exactly its filter, so the page hears of the
+// posts its feed keeps and of no others. Order and limit are not the
+// subscription's: the refetch the page makes on an update applies them.
+func (h *Handler) liveRequest(v view) string {
+	if h.sub == "" {
+		return ""
+	}
+	f := v.req.Filter
+	lf := liveFilter{Hashtags: f.Hashtags, Query: f.Query, ExcludeForwarded: f.ExcludeForwarded,
+		ExcludeReplies: f.ExcludeReplies, ExcludeService: f.ExcludeService}
+	for _, k := range f.MediaKinds {
+		lf.MediaKinds = append(lf.MediaKinds, graphQLMediaKinds[k])
+	}
+	if !f.Since.IsZero() {
+		lf.Since = f.Since.Format(time.RFC3339)
+	}
+	if !f.Until.IsZero() {
+		lf.Until = f.Until.Format(time.RFC3339)
+	}
+	body := struct {
+		Query         string         `json:"query"`
+		OperationName string         `json:"operationName"`
+		Variables     map[string]any `json:"variables"`
+	}{Query: liveDocument, OperationName: "WidgetUpdates", Variables: map[string]any{"channels": v.req.Channels, "filter": lf}}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return "" // plain strings and lists; cannot happen, and the page still polls
+	}
+	return string(b)
+}
