@@ -10,7 +10,8 @@ import (
 // answers made per request (GraphQL's). Such an answer is held until next
 // returns, then compressed in one call; its ETag, if any, becomes weak. A
 // HEAD, a 304, an answer already coded and any other status pass as they
-// are. A nil Encoder returns next.
+// are, and so does an answer the handler flushes (an event stream), from
+// its first flush on. A nil Encoder returns next.
 func (e *Encoder) Handler(next http.Handler) http.Handler {
 	if e == nil {
 		return next
@@ -96,6 +97,30 @@ func (w *compressWriter) finish() {
 	w.ResponseWriter.WriteHeader(w.status)
 	_, _ = w.ResponseWriter.Write(body)
 }
+
+// FlushError sends what is written so far: a handler that flushes wants
+// its bytes on the wire now (an event stream), so an answer held for
+// compression is let go, uncompressed, and the rest passes through as it
+// is written. http.ResponseController finds this method before Unwrap.
+func (w *compressWriter) FlushError() error {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.holding {
+		w.holding = false
+		w.ResponseWriter.WriteHeader(w.status)
+		if len(w.buf) > 0 {
+			if _, err := w.ResponseWriter.Write(w.buf); err != nil {
+				return err
+			}
+		}
+		w.buf = nil
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Flush is FlushError for handlers that look for http.Flusher.
+func (w *compressWriter) Flush() { _ = w.FlushError() }
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *compressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

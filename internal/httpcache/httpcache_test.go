@@ -1,13 +1,16 @@
 package httpcache_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -232,5 +235,47 @@ func TestHandler(t *testing.T) {
 		if c.path == "/unknown-length" && ce != "" && rec.Header().Get("ETag") != `W/"t"` {
 			t.Errorf("compressed answer keeps a strong ETag %q", rec.Header().Get("ETag"))
 		}
+	}
+}
+
+// An answer its handler flushes (an event stream: GraphQL subscriptions
+// over SSE) reaches a client that accepts gzip or zstd as it is written,
+// rather than being held for compression until the stream ends.
+func TestHandlerFlushedStreamPassesThrough(t *testing.T) {
+	e := newEncoder(t, 10)
+	release := make(chan struct{})
+	srv := httptest.NewServer(e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: next\ndata: {\"data\":{\"n\":1}}\n\n")
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+		select { // the stream stays open until the client has read its first event
+		case <-release:
+		case <-r.Context().Done():
+		}
+		_, _ = io.WriteString(w, "event: complete\n\n")
+	})))
+	defer srv.Close()
+	defer close(release)
+
+	for _, ae := range []string{"gzip", "zstd", "gzip, zstd;q=0.5"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		req.Header.Set("Accept-Encoding", ae)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || line != "event: next\n" {
+			t.Errorf("AE %q: first line %q, %v (the stream was held back)", ae, line, err)
+		}
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+			t.Errorf("AE %q: a stream sent as written has Content-Encoding %q", ae, ce)
+		}
+		resp.Body.Close()
+		cancel()
 	}
 }
