@@ -381,3 +381,54 @@ func TestReadyzOriginDown(t *testing.T) {
 		t.Errorf("/healthz while not ready: %d (liveness must not follow readiness)", status)
 	}
 }
+
+// The live updater's and the subscriptions' series are served: cycles
+// count up while the updater runs, and an open subscription is counted
+// until its client goes.
+func TestMetricsLiveSeries(t *testing.T) {
+	s := startLive(t, nil, "--cache-mode", "normal")
+	fams := s.scrape(t)
+	for _, name := range []string{"tmefeed_updater_cycles_total", "tmefeed_updater_lag_seconds", "tmefeed_graphql_subscriptions_open"} {
+		if value(fams, name) < 0 {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
+	if n := value(fams, "tmefeed_graphql_subscriptions_open"); n != 0 {
+		t.Errorf("subscriptions open before any: %v", n)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	body := `{"query":"subscription { feedUpdates(channels: [\"tmefeed_news\"]) { kind } }"}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/graphql", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("event stream: %d", resp.StatusCode)
+	}
+	waitFor := func(want float64, what string) {
+		t.Helper()
+		for ctx.Err() == nil {
+			if value(s.scrape(t), "tmefeed_graphql_subscriptions_open") == want {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("tmefeed_graphql_subscriptions_open never became %v %s", want, what)
+	}
+	waitFor(1, "with a subscription open")
+	resp.Body.Close()
+	waitFor(0, "after its client went")
+	// The updater has cycled at least once (it runs from the start, and
+	// again when a subscription arrives).
+	for ctx.Err() == nil && value(s.scrape(t), "tmefeed_updater_cycles_total") < 1 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		t.Error("tmefeed_updater_cycles_total never moved")
+	}
+}
