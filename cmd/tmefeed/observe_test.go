@@ -432,3 +432,23 @@ func TestMetricsLiveSeries(t *testing.T) {
 		t.Error("tmefeed_updater_cycles_total never moved")
 	}
 }
+
+// An IPv6 client is limited by its /64, not by each address: a host may
+// use any address of its /64, so counting addresses apart would let one
+// client make as many requests as it likes. Another /64 has its own budget.
+func TestRateLimitIPv6ByPrefix(t *testing.T) {
+	const rpm = 3
+	path := "/v1/preview/tmefeed_news"
+	s := startLive(t, map[string]string{"RATE_LIMIT_RPM": strconv.Itoa(rpm), "TRUSTED_PROXIES": "127.0.0.1, ::1", "LOG_LEVEL": "warn"})
+	for i := range rpm {
+		if status, _, _ := s.do(t, http.MethodGet, path, "", "X-Forwarded-For", "2001:db8:1:2::"+strconv.Itoa(i+1)); status != http.StatusOK {
+			t.Fatalf("request %d: status %d", i, status)
+		}
+	}
+	if status, hdr, _ := s.do(t, http.MethodGet, path, "", "X-Forwarded-For", "2001:db8:1:2:ffff:1:2:3"); status != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+		t.Errorf("4th request from another address of the same /64: status %d, Retry-After %q", status, hdr.Get("Retry-After"))
+	}
+	if status, _, _ := s.do(t, http.MethodGet, path, "", "X-Forwarded-For", "2001:db8:1:3::1"); status != http.StatusOK {
+		t.Errorf("a request from another /64: status %d", status)
+	}
+}
