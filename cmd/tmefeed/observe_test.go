@@ -452,3 +452,39 @@ func TestRateLimitIPv6ByPrefix(t *testing.T) {
 		t.Errorf("a request from another /64: status %d", status)
 	}
 }
+
+// A subscription's stream is counted among /graphql's requests but kept
+// out of its latency histogram: it lasts as long as its client stays, and
+// would make the route's latency meaningless.
+func TestMetricsStreamsOutOfLatency(t *testing.T) {
+	s := startLive(t, nil)
+	s.do(t, http.MethodPost, "/graphql", `{"query":"{ channel(username: \"tmefeed_news\") { title } }"}`)
+	before := s.scrape(t)
+	latency := value(before, "tmefeed_http_request_duration_seconds", "route", "/graphql")
+	answered := value(before, "tmefeed_http_requests_total", "route", "/graphql", "code", "200")
+	if latency != 1 || answered != 1 {
+		t.Fatalf("after one query: latency count %v, requests %v", latency, answered)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/graphql",
+		strings.NewReader(`{"query":"subscription { feedUpdates(channels: [\"tmefeed_news\"]) { kind } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for ctx.Err() == nil && value(s.scrape(t), "tmefeed_http_requests_total", "route", "/graphql", "code", "200") < 2 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	after := s.scrape(t)
+	if n := value(after, "tmefeed_http_requests_total", "route", "/graphql", "code", "200"); n != 2 {
+		t.Fatalf("the stream is not counted: %v requests", n)
+	}
+	if n := value(after, "tmefeed_http_request_duration_seconds", "route", "/graphql"); n != 1 {
+		t.Errorf("latency count %v after a stream, want 1 (the query only)", n)
+	}
+}
