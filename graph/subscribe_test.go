@@ -531,3 +531,23 @@ func TestSubscribeWithIDInUse(t *testing.T) {
 	}
 	e.waitOpen(t, 0)
 }
+
+// An upgrade offer other than WebSocket (h2c: curl --http2 sends it with
+// every GET over http://) is ignored and the query answered as it is.
+func TestOtherUpgradeOffersIgnored(t *testing.T) {
+	e, _ := newLiveEnv(t, envOptions{})
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/graphql?query=%7B__typename%7D", nil)
+	req.Header.Set("Connection", "Upgrade, HTTP2-Settings")
+	req.Header.Set("Upgrade", "h2c")
+	req.Header.Set("HTTP2-Settings", "AAMAAABkAAQAoAAAAAIAAAAA")
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r response
+	err = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(r.Errors) != 0 || !strings.Contains(string(r.Data), `"Query"`) {
+		t.Errorf("GET with Upgrade: h2c: %d %+v %s %v", resp.StatusCode, r.Errors, r.Data, err)
+	}
+}
