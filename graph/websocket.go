@@ -48,7 +48,9 @@ var _ graphql.Transport = wsTransport{}
 // upgrade offers (h2c, which curl --http2 sends with every GET) are
 // ignored, as RFC 9110 lets a server do, and the request is served as
 // it is.
-func (t wsTransport) Supports(r *http.Request) bool { return headerHas(r.Header, "Upgrade", "websocket") }
+func (t wsTransport) Supports(r *http.Request) bool {
+	return headerHas(r.Header, "Upgrade", "websocket")
+}
 
 func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	a := &answer{w: w, r: r}
