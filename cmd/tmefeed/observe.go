@@ -44,7 +44,7 @@ func valkeyHooks(m *metrics.Cache) cache.ValkeyHooks {
 
 // registerCollectors adds the series read from the stack's own statistics
 // at scrape time: bytes per store, the embedded tier's counters, breaker
-// states, the origin's last answer, and the live updater and subscriptions.
+// states and the origin's last answer.
 func (st *stack) registerCollectors(reg *metrics.Registry) error {
 	cols := []prometheus.Collector{
 		metrics.NewFuncCollector("store", "bytes", "Bytes held per in-process store, as accounted against MEMORY_CACHE_MAX_MB (pages: cached page bytes and answers, compressed; hot: uncompressed answers; parses: parsed pages; builds: kept feed builds without their pages; rendered: rendered feed answers; graphql: persisted queries and parsed documents).",
@@ -85,11 +85,19 @@ func (st *stack) registerCollectors(reg *metrics.Registry) error {
 			}),
 	}
 	if st.live != nil {
-		// The updater's cycles and lag, and the subscriptions open: with
-		// UPDATER=off the cycles stay 0 while subscriptions still count.
 		cols = append(cols, metrics.NewLiveCollector(func() metrics.LiveStats {
 			s := st.live.Stats()
-			return metrics.LiveStats{UpdaterCycles: s.Updater.Cycles, UpdaterLag: s.Updater.Lag, Subscriptions: s.Subscribers}
+			return metrics.LiveStats{
+				UpdaterCycles:    s.Updater.Cycles,
+				UpdaterLag:       s.Updater.Lag,
+				UpdaterTracked:   s.Updater.Tracked,
+				UpdaterRefreshes: s.Updater.Refreshes,
+				UpdaterErrors:    s.Updater.Errors,
+				Subscriptions:    s.Subscribers,
+				EventsPublished:  s.Published,
+				EventsDelivered:  s.Delivered,
+				SlowClosed:       s.SlowClosed,
+			}
 		}))
 	}
 	if mem, ok := st.pageCache.(*cache.Memory); ok {

@@ -3,6 +3,7 @@ package httpcache
 import (
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Handler compresses the 200 answers of next that are at least the
@@ -10,8 +11,7 @@ import (
 // answers made per request (GraphQL's). Such an answer is held until next
 // returns, then compressed in one call; its ETag, if any, becomes weak. A
 // HEAD, a 304, an answer already coded and any other status pass as they
-// are, and so does an answer the handler flushes (an event stream), from
-// its first flush on. A nil Encoder returns next.
+// are. A nil Encoder returns next.
 func (e *Encoder) Handler(next http.Handler) http.Handler {
 	if e == nil {
 		return next
@@ -45,7 +45,9 @@ func (w *compressWriter) WriteHeader(status int) {
 	}
 	w.wrote = true
 	h := w.Header()
-	if status != http.StatusOK || h.Get("Content-Encoding") != "" {
+	// An event stream is written as it happens: holding it for
+	// compression would hold it until it ends.
+	if status != http.StatusOK || h.Get("Content-Encoding") != "" || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 		w.ResponseWriter.WriteHeader(status)
 		return
 	}
@@ -98,29 +100,20 @@ func (w *compressWriter) finish() {
 	_, _ = w.ResponseWriter.Write(body)
 }
 
-// FlushError sends what is written so far: a handler that flushes wants
-// its bytes on the wire now (an event stream), so an answer held for
-// compression is let go, uncompressed, and the rest passes through as it
-// is written. http.ResponseController finds this method before Unwrap.
-func (w *compressWriter) FlushError() error {
-	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
-	}
+// Flush sends what is held uncompressed and passes the rest through: a
+// handler that flushes wants its bytes on the wire now.
+func (w *compressWriter) Flush() {
 	if w.holding {
 		w.holding = false
+		w.Header().Del("Content-Length")
 		w.ResponseWriter.WriteHeader(w.status)
 		if len(w.buf) > 0 {
-			if _, err := w.ResponseWriter.Write(w.buf); err != nil {
-				return err
-			}
+			_, _ = w.ResponseWriter.Write(w.buf)
 		}
 		w.buf = nil
 	}
-	return http.NewResponseController(w.ResponseWriter).Flush()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
-
-// Flush is FlushError for handlers that look for http.Flusher.
-func (w *compressWriter) Flush() { _ = w.FlushError() }
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *compressWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
