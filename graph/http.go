@@ -103,7 +103,8 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, clip(r.Method)+" is not served at /graphql; send queries with GET or POST")
 		return
 	}
-	if r.Header.Get("Upgrade") != "" {
+	// Only a WebSocket offer is taken up; any other (h2c) is ignored.
+	if headerHas(r.Header, "Upgrade", "websocket") {
 		if !f.streams {
 			a.refuse(http.StatusBadRequest, CodeBadRequest, "protocol upgrades (WebSocket) are not served: this server serves no subscriptions; send queries with GET or POST")
 			return

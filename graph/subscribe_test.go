@@ -497,3 +497,57 @@ func TestShutdownEndsSubscriptions(t *testing.T) {
 		t.Errorf("a new event stream: %s %s", name, data)
 	}
 }
+
+// An id may be used again once its operation is over, but a subscribe
+// with an id still in use closes the connection with 4409, as
+// graphql-transport-ws says, rather than running both under one id (the
+// first then beyond any complete).
+func TestSubscribeWithIDInUse(t *testing.T) {
+	e, _ := newLiveEnv(t, envOptions{})
+	c := e.connect(t)
+	vars := map[string]any{"channels": []string{"tmefeed_news"}}
+	c.subscribe("1", updatesQuery, vars)
+	e.waitOpen(t, 1)
+	c.send(wsMsg{Type: "complete", ID: "1"})
+	if m := c.next(); m.Type != "complete" || m.ID != "1" {
+		t.Fatalf("after complete: %+v", m)
+	}
+	e.waitOpen(t, 0)
+	c.subscribe("1", updatesQuery, vars) // over: its id is free again
+	e.waitOpen(t, 1)
+
+	c.subscribe("1", updatesQuery, vars)
+	for {
+		m, err := c.read()
+		if err != nil {
+			if got := websocket.CloseStatus(err); got != 4409 {
+				t.Fatalf("connection ended with %v, want close code 4409", err)
+			}
+			break
+		}
+		if m.Type != "ping" {
+			t.Fatalf("after a subscribe with an id in use: %+v", m)
+		}
+	}
+	e.waitOpen(t, 0)
+}
+
+// An upgrade offer other than WebSocket (h2c: curl --http2 sends it with
+// every GET over http://) is ignored and the query answered as it is.
+func TestOtherUpgradeOffersIgnored(t *testing.T) {
+	e, _ := newLiveEnv(t, envOptions{})
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/graphql?query=%7B__typename%7D", nil)
+	req.Header.Set("Connection", "Upgrade, HTTP2-Settings")
+	req.Header.Set("Upgrade", "h2c")
+	req.Header.Set("HTTP2-Settings", "AAMAAABkAAQAoAAAAAIAAAAA")
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r response
+	err = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || len(r.Errors) != 0 || !strings.Contains(string(r.Data), `"Query"`) {
+		t.Errorf("GET with Upgrade: h2c: %d %+v %s %v", resp.StatusCode, r.Errors, r.Data, err)
+	}
+}

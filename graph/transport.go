@@ -38,7 +38,7 @@ type httpTransport struct {
 var _ graphql.Transport = httpTransport{}
 
 func (t httpTransport) Supports(r *http.Request) bool {
-	if r.Header.Get("Upgrade") != "" {
+	if headerHas(r.Header, "Upgrade", "websocket") {
 		return false
 	}
 	if t.get {

@@ -44,7 +44,13 @@ type wsTransport struct {
 
 var _ graphql.Transport = wsTransport{}
 
-func (t wsTransport) Supports(r *http.Request) bool { return r.Header.Get("Upgrade") != "" }
+// Supports takes requests that offer an upgrade to WebSocket. Other
+// upgrade offers (h2c, which curl --http2 sends with every GET) are
+// ignored, as RFC 9110 lets a server do, and the request is served as
+// it is.
+func (t wsTransport) Supports(r *http.Request) bool {
+	return headerHas(r.Header, "Upgrade", "websocket")
+}
 
 func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	a := &answer{w: w, r: r}
@@ -196,6 +202,7 @@ type wsConn struct {
 	deadline  *time.Timer
 	closing   chan struct{} // closed when the close handshake is over; nil before it starts
 	closeOnce sync.Once
+	ops       map[string]struct{} // graphql-transport-ws operation ids in use (see trackIn)
 }
 
 var (
@@ -213,7 +220,69 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 		}
 		return 0, nil, err
 	}
+	if !c.trackIn(data) {
+		return 0, nil, transport.ErrWebsocketClosed
+	}
 	return int(typ), bytes.NewReader(data), nil
+}
+
+// closeSubscriberExists is graphql-transport-ws's close code for a
+// subscribe whose id is in use.
+const closeSubscriberExists = 4409
+
+// opMessage is the part of a graphql-transport-ws message ids are tracked by.
+type opMessage struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// trackIn notes the operation ids a graphql-transport-ws client starts
+// and completes. A subscribe with an id still in use closes the connection
+// with 4409, as the protocol says: gqlgen would run both, sending the
+// events of each under one id, and lose the first one's cancel, so that
+// no complete could end it. false means the connection is closing.
+func (c *wsConn) trackIn(data []byte) bool {
+	if c.conn.Subprotocol() != protoTransportWS {
+		return true
+	}
+	var m opMessage
+	if json.Unmarshal(data, &m) != nil || m.ID == "" {
+		return true // gqlgen answers what it cannot read
+	}
+	used := false
+	c.mu.Lock()
+	switch m.Type {
+	case "subscribe":
+		if _, used = c.ops[m.ID]; !used {
+			if c.ops == nil {
+				c.ops = map[string]struct{}{}
+			}
+			c.ops[m.ID] = struct{}{}
+		}
+	case "complete":
+		delete(c.ops, m.ID)
+	}
+	c.mu.Unlock()
+	if used {
+		_ = c.WriteClose(closeSubscriberExists, "Subscriber for "+clip(m.ID)+" already exists")
+		return false
+	}
+	return true
+}
+
+// trackOut forgets an operation the server ended (complete or error), so
+// that its id may be used again. gqlgen writes the type last.
+func (c *wsConn) trackOut(b []byte) {
+	if !bytes.HasSuffix(b, []byte(`"type":"complete"}`)) && !bytes.HasSuffix(b, []byte(`"type":"error"}`)) {
+		return
+	}
+	var m opMessage
+	if json.Unmarshal(b, &m) != nil {
+		return
+	}
+	c.mu.Lock()
+	delete(c.ops, m.ID)
+	c.mu.Unlock()
 }
 
 func (c *wsConn) WriteJSON(v any) error {
@@ -221,6 +290,7 @@ func (c *wsConn) WriteJSON(v any) error {
 	if err != nil {
 		return err
 	}
+	c.trackOut(b)
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout)
 	defer cancel()
 	// A write that runs out of time closes the connection.

@@ -209,6 +209,17 @@ func (r *Route) Observe(code int, d time.Duration, outcome CacheOutcome) {
 	r.cache[outcome].Inc()
 }
 
+// ObserveStream records one answered stream (a WebSocket connection, an
+// event stream) without its duration: a stream lasts as long as its
+// subscriptions, and would make the route's latency meaningless.
+func (r *Route) ObserveStream(code int, outcome CacheOutcome) {
+	r.codes.counter(code).Inc()
+	if outcome >= numCacheOutcomes {
+		outcome = CacheBypass
+	}
+	r.cache[outcome].Inc()
+}
+
 // RateLimited records a request refused by the rate limit (its 429 is
 // counted by Observe as well).
 func (r *Route) RateLimited() { r.limited.Inc() }

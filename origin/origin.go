@@ -540,11 +540,17 @@ func (c *Client) attempt(ctx context.Context, h *host, r Request, path string) (
 	} else {
 		req.Header.Set("Accept", acceptHTML)
 	}
-	what := method + " " + target
+	what := method + " " + h.base + r.Shown()
 
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: %w", connErrorKind(actx, err), what, err)
+		kind := connErrorKind(actx, err)
+		// url.Error repeats the method and the URL, query included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, retry, time.Time{}, fmt.Errorf("%w: %s: %w", kind, what, err)
 	}
 	defer resp.Body.Close()
 

@@ -39,6 +39,15 @@ func (r Request) Path() string {
 	return ""
 }
 
+// Shown is Path as errors show it: a search's text is the user's own and,
+// since errors end up in request logs, it is left out.
+func (r Request) Shown() string {
+	if r.Kind == tme.KindSearch {
+		return "/s/" + r.Channel + "?q=…"
+	}
+	return r.Path()
+}
+
 // Method is the HTTP method t.me expects: "more" chunks are POSTed, as
 // t.me's own page script loads them.
 func (r Request) Method() string {

@@ -473,7 +473,7 @@ func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
 		// parse is kept for the caller in the decoded cache.
 		_, d := s.decode(ctx, r.Kind, b)
 		if errors.Is(d.err, parser.ErrNotPage) {
-			return cache.Entry{}, fmt.Errorf("%s: %w: %w", r.Path(), origin.ErrUpstream, d.err)
+			return cache.Entry{}, fmt.Errorf("%s: %w: %w", r.Shown(), origin.ErrUpstream, d.err)
 		}
 		if d.page != nil && r.Kind == parser.KindBody && r.Position == 0 {
 			if w := s.watcher.Load(); w != nil {

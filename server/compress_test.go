@@ -267,3 +267,37 @@ func TestGraphQLCompressed(t *testing.T) {
 		t.Errorf("%d, Content-Encoding %q", rec.Code, rec.Header().Get("Content-Encoding"))
 	}
 }
+
+// Feed-reader documents are compressed as Accept-Encoding asks, like every
+// other REST answer: readers poll them often and they are large. The 304
+// still answers either tag, and a HEAD or a range gets identity bytes.
+func TestFormatsCompressed(t *testing.T) {
+	e := newEnv(t, envOptions{refresh: 10 * time.Second, feed: true, encoder: newEncoder(t)})
+	for _, f := range []string{"rss", "atom", "jsonfeed"} {
+		target := "/v1/" + f + "?channels=" + demoChannel + ",kanal_novostei"
+		plain := e.send(http.MethodGet, target, "")
+		if plain.Code != http.StatusOK || plain.Header().Get("Content-Encoding") != "" {
+			t.Fatalf("%s: %d, Content-Encoding %q", f, plain.Code, plain.Header().Get("Content-Encoding"))
+		}
+		for _, ae := range []string{"gzip", "zstd"} {
+			rec := e.send(http.MethodGet, target, "", "Accept-Encoding", ae)
+			if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != ae || rec.Header().Get("Vary") != "Accept-Encoding" {
+				t.Fatalf("%s %s: %d, Content-Encoding %q, Vary %q", f, ae, rec.Code, rec.Header().Get("Content-Encoding"), rec.Header().Get("Vary"))
+			}
+			if !bytes.Equal(uncompress(t, rec), plain.Body.Bytes()) {
+				t.Errorf("%s %s: does not decode to the identity document", f, ae)
+			}
+			if rec.Body.Len() >= plain.Body.Len() {
+				t.Errorf("%s %s: %d bytes, identity %d", f, ae, rec.Body.Len(), plain.Body.Len())
+			}
+			for _, tag := range []string{rec.Header().Get("ETag"), plain.Header().Get("ETag")} {
+				if nm := e.send(http.MethodGet, target, "", "Accept-Encoding", ae, "If-None-Match", tag); nm.Code != http.StatusNotModified || nm.Header().Get("Content-Encoding") != "" {
+					t.Errorf("%s %s If-None-Match %s: %d, Content-Encoding %q", f, ae, tag, nm.Code, nm.Header().Get("Content-Encoding"))
+				}
+			}
+		}
+		if rec := e.send(http.MethodGet, target, "", "Accept-Encoding", "gzip", "Range", "bytes=0-9"); rec.Code != http.StatusPartialContent || rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != plain.Body.String()[:10] {
+			t.Errorf("%s range: %d, Content-Encoding %q, %q", f, rec.Code, rec.Header().Get("Content-Encoding"), rec.Body)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -121,7 +122,11 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		}
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if h.metrics != nil {
-			h.metrics.Route(route).Observe(status, dur, info.cache)
+			if isStream(status, ww.Header()) {
+				h.metrics.Route(route).ObserveStream(status, info.cache)
+			} else {
+				h.metrics.Route(route).Observe(status, dur, info.cache)
+			}
 			if info.hasOp {
 				h.metrics.Operation(info.operation).Observe(status, dur)
 			}
@@ -175,6 +180,12 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		rec.AddAttrs(line.Attrs()...)
 		_ = h.log.Handler().Handle(ctx, rec)
 	})
+}
+
+// isStream reports whether an answer was a stream that lasts as long as
+// its client stays: a WebSocket (101) or an event stream.
+func isStream(status int, h http.Header) bool {
+	return status == http.StatusSwitchingProtocols || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
 }
 
 // Rendered is called by the page service's load of a rendered answer: the

@@ -20,7 +20,7 @@ const gqlCodeRateLimited = "RATE_LIMITED"
 // seconds until the current window ends, when the client may ask again.
 func (h *handler) newRateLimit(rpm int) func(http.Handler) http.Handler {
 	l := httprate.NewRateLimiter(rpm, time.Minute,
-		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return h.clientAddr(r).String(), nil }),
+		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return rateKey(h.clientAddr(r)), nil }),
 		httprate.WithLimitHandler(h.rateLimited),
 	)
 	return l.Handler
@@ -73,6 +73,19 @@ func (h *handler) clientAddr(r *http.Request) netip.Addr {
 		return a.Unmap()
 	}
 	return peer
+}
+
+// rateKey is the budget a client address draws on: the address itself
+// for IPv4, its /64 for IPv6. A host is normally given a whole /64 and
+// may use any address in it, so per-address budgets would let one client
+// have as many as it likes (and the limiter keep a counter for each).
+func rateKey(a netip.Addr) string {
+	if a.Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			return p.String()
+		}
+	}
+	return a.String()
 }
 
 func (h *handler) trustedProxy(a netip.Addr) bool {

@@ -217,6 +217,9 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("TRUSTED_PROXIES", err)
 	}
 	cfg.CORSOrigins = *vals["CORS_ORIGINS"]
+	if err := checkOrigins(splitList(cfg.CORSOrigins)); err != nil {
+		bad("CORS_ORIGINS", err)
+	}
 	if cfg.Introspection, err = strconv.ParseBool(*vals["GRAPHQL_INTROSPECTION"]); err != nil {
 		bad("GRAPHQL_INTROSPECTION", errors.New("want true or false"))
 	}
@@ -283,7 +286,15 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.SubsMax = positive("SUBSCRIPTIONS_MAX", 1_000_000)
 	cfg.SubBuffer = positive("SUBSCRIPTION_BUFFER", 100_000)
 	cfg.WSInitTimeout = duration(*vals["WS_INIT_TIMEOUT"], func(err error) { bad("WS_INIT_TIMEOUT", err) }, false)
+	if cfg.WSInitTimeout > 0 && cfg.WSInitTimeout < time.Second {
+		bad("WS_INIT_TIMEOUT", errors.New("want at least 1s: a client needs a round trip after the upgrade"))
+	}
 	cfg.StreamKeepAlive = duration(*vals["STREAM_KEEPALIVE"], func(err error) { bad("STREAM_KEEPALIVE", err) }, false)
+	if cfg.StreamKeepAlive > 0 && cfg.StreamKeepAlive < time.Second {
+		// Every open stream pings at this interval: below a second it
+		// floods clients and spins the CPU for nothing.
+		bad("STREAM_KEEPALIVE", errors.New("want at least 1s"))
+	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)
 	}
@@ -339,6 +350,24 @@ func checkPublicURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return errors.New("want an http(s) URL without query or fragment, such as https://tmefeed.example")
+	}
+	return nil
+}
+
+// checkOrigins accepts CORS_ORIGINS' entries: "*", or a browser origin,
+// scheme://host[:port] without path, with at most one "*" standing for
+// part of the host (https://*.example.com). A bare host would never match
+// the Origin header browsers send, so CORS would silently stay off.
+func checkOrigins(origins []string) error {
+	for _, o := range origins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(strings.Replace(o, "*", "wildcard", 1))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil ||
+			strings.Count(o, "*") > 1 {
+			return fmt.Errorf("%q is not an origin; want * or scheme://host[:port] such as https://dash.example.com or https://*.example.com", o)
+		}
 	}
 	return nil
 }

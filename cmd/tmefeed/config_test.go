@@ -108,6 +108,13 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		{[]string{"--compression-min-bytes", "-1"}, nil, []string{"--compression-min-bytes"}},
 		{nil, map[string]string{"COMPRESSION_MIN_BYTES": "1k"}, []string{"$COMPRESSION_MIN_BYTES"}},
 		{nil, map[string]string{"DEMO": "maybe"}, []string{"$DEMO"}},
+		// A bare host never matches the Origin browsers send: CORS would silently stay off.
+		{nil, map[string]string{"CORS_ORIGINS": "https://ok.example, dash.example.com"}, []string{"$CORS_ORIGINS", `"dash.example.com" is not an origin`}},
+		{[]string{"--cors-origins", "https://app.example/path"}, nil, []string{"--cors-origins", "not an origin"}},
+		{nil, map[string]string{"CORS_ORIGINS": "https://*.*.example"}, []string{"$CORS_ORIGINS"}},
+		// Each open stream pings at this interval: 1ms floods its client.
+		{nil, map[string]string{"STREAM_KEEPALIVE": "1ms"}, []string{"$STREAM_KEEPALIVE", "at least 1s"}},
+		{[]string{"--ws-init-timeout", "10ms"}, nil, []string{"--ws-init-timeout", "at least 1s"}},
 	}
 	for _, c := range cases {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
@@ -138,6 +145,15 @@ func TestReadmeListsEverySetting(t *testing.T) {
 		row := "| `" + s.env + "` | `--" + s.flag + "` | " + def + " |"
 		if !strings.Contains(readme, row) {
 			t.Errorf("README has no settings row starting %q", row)
+		}
+	}
+}
+
+// Origins as CORS_ORIGINS takes them: any, exact, or with one wildcard.
+func TestServeConfigCORSOrigins(t *testing.T) {
+	for _, v := range []string{"*", "https://dash.example.com", "http://localhost:3000, https://*.example.com", "http://[::1]:8080"} {
+		if _, err := parseServeConfig(nil, env(map[string]string{"CORS_ORIGINS": v}), io.Discard); err != nil {
+			t.Errorf("CORS_ORIGINS=%q: %v", v, err)
 		}
 	}
 }

@@ -456,5 +456,62 @@ func TestMetricsLiveSeries(t *testing.T) {
 	cancel() // the client goes away
 	for value(s.scrape(t), "tmefeed_graphql_subscriptions_open") != 0 {
 		time.Sleep(50 * time.Millisecond)
+
+	}
+}
+
+// An IPv6 client is limited by its /64, not by each address: a host may
+// use any address of its /64, so counting addresses apart would let one
+// client make as many requests as it likes. Another /64 has its own budget.
+func TestRateLimitIPv6ByPrefix(t *testing.T) {
+	const rpm = 3
+	path := "/v1/preview/tmefeed_news"
+	s := startLive(t, map[string]string{"RATE_LIMIT_RPM": strconv.Itoa(rpm), "TRUSTED_PROXIES": "127.0.0.1, ::1", "LOG_LEVEL": "warn"})
+	for i := range rpm {
+		if status, _, _ := s.do(t, http.MethodGet, path, "", "X-Forwarded-For", "2001:db8:1:2::"+strconv.Itoa(i+1)); status != http.StatusOK {
+			t.Fatalf("request %d: status %d", i, status)
+		}
+	}
+	if status, hdr, _ := s.do(t, http.MethodGet, path, "", "X-Forwarded-For", "2001:db8:1:2:ffff:1:2:3"); status != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+		t.Errorf("4th request from another address of the same /64: status %d, Retry-After %q", status, hdr.Get("Retry-After"))
+	}
+	if status, _, _ := s.do(t, http.MethodGet, path, "", "X-Forwarded-For", "2001:db8:1:3::1"); status != http.StatusOK {
+		t.Errorf("a request from another /64: status %d", status)
+	}
+}
+
+// A subscription's stream is counted among /graphql's requests but kept
+// out of its latency histogram: it lasts as long as its client stays, and
+// would make the route's latency meaningless.
+func TestMetricsStreamsOutOfLatency(t *testing.T) {
+	s := startLive(t, nil)
+	s.do(t, http.MethodPost, "/graphql", `{"query":"{ channel(username: \"tmefeed_news\") { title } }"}`)
+	before := s.scrape(t)
+	latency := value(before, "tmefeed_http_request_duration_seconds", "route", "/graphql")
+	answered := value(before, "tmefeed_http_requests_total", "route", "/graphql", "code", "200")
+	if latency != 1 || answered != 1 {
+		t.Fatalf("after one query: latency count %v, requests %v", latency, answered)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/graphql",
+		strings.NewReader(`{"query":"subscription { feedUpdates(channels: [\"tmefeed_news\"]) { kind } }"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for ctx.Err() == nil && value(s.scrape(t), "tmefeed_http_requests_total", "route", "/graphql", "code", "200") < 2 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	after := s.scrape(t)
+	if n := value(after, "tmefeed_http_requests_total", "route", "/graphql", "code", "200"); n != 2 {
+		t.Fatalf("the stream is not counted: %v requests", n)
+	}
+	if n := value(after, "tmefeed_http_request_duration_seconds", "route", "/graphql"); n != 1 {
+		t.Errorf("latency count %v after a stream, want 1 (the query only)", n)
 	}
 }

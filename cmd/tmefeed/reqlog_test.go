@@ -120,3 +120,34 @@ func TestRequestLogDebugText(t *testing.T) {
 		}
 	}
 }
+
+// What a user searched for stays out of the log at info level, also when
+// the search fails: the origin's error names the page searched, not the
+// text (t.me's answer for a name that is no channel, and no answer at all).
+func TestRequestLogKeepsSearchTextOut(t *testing.T) {
+	const secret = "topsecretwords"
+	for _, origin := range []string{"", "http://127.0.0.1:1"} {
+		var args []string
+		if origin != "" {
+			args = []string{"--origin", origin, "--upstream-retry-budget", "0"}
+		}
+		s := startLive(t, map[string]string{"LOG_FORMAT": "json"}, args...)
+		status, _, _ := s.do(t, http.MethodGet, "/v1/search/nobody_here_404?q="+secret, "")
+		if status < 400 {
+			t.Errorf("origin %q: search of no channel: status %d", origin, status)
+		}
+		s.stop()
+		errs := 0
+		for _, l := range strings.Split(strings.TrimSpace(s.logs.String()), "\n") {
+			if strings.Contains(l, secret) {
+				t.Errorf("origin %q: a log line holds the search text: %s", origin, l)
+			}
+			if strings.Contains(l, `"route":"/v1/search/{channel}"`) && strings.Contains(l, `"err":`) {
+				errs++
+			}
+		}
+		if errs != 1 {
+			t.Errorf("origin %q: %d search request lines with an err, want 1:\n%s", origin, errs, s.logs.String())
+		}
+	}
+}
