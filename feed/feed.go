@@ -63,6 +63,10 @@ const (
 	DefaultKeptBytes     = 16 << 20
 	DefaultRenderedBytes = 16 << 20
 	DefaultMaxWaiting    = 64
+	// DefaultMaxHistoryPages bounds the pages one feed with since may walk
+	// in all: 20 channels at the default HISTORY_MAX_PAGES, as GraphQL's
+	// complexity limit prices it.
+	DefaultMaxHistoryPages = 200
 )
 
 // Heap an entry costs beyond what its weigher counts from its contents:
@@ -114,6 +118,12 @@ type Config struct {
 	// flood of distinct feeds whose callers go away at once would queue
 	// a build each until BuildTimeout.
 	MaxWaitingBuilds int
+	// MaxHistoryPages bounds the pages one feed with a since filter may
+	// read, all its channels together (DefaultMaxHistoryPages): such a
+	// feed walks up to HistoryMaxPages per channel, so it names at most
+	// MaxHistoryPages / HistoryMaxPages channels. Every face meets the same
+	// bound, so that one request cannot make hundreds of origin fetches.
+	MaxHistoryPages int
 	// CursorKey is the secret cursors are sealed with; empty means
 	// DefaultCursorKey. Processes serving the same clients need the same
 	// key, or their cursors are refused by one another.
@@ -276,6 +286,7 @@ func New(cfg Config) (*Service, error) {
 	defaults.Set(&cfg.RenderedBytes, DefaultRenderedBytes)
 	defaults.Set(&cfg.BuildingPages, 2*cfg.MaxChannels)
 	defaults.Set(&cfg.MaxWaitingBuilds, DefaultMaxWaiting)
+	defaults.Set(&cfg.MaxHistoryPages, DefaultMaxHistoryPages)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -480,6 +491,12 @@ func (s *Service) normalize(req Request) (query, error) {
 	}
 	if n := len(q.channels) + len(q.invalid); n > s.cfg.MaxChannels {
 		return q, fmt.Errorf("%w: %d distinct channels given, at most %d allowed", ErrBadRequest, n, s.cfg.MaxChannels)
+	}
+	if !req.Filter.Since.IsZero() {
+		per := max(1, s.cfg.Pages.HistoryMaxPages())
+		if most := max(1, s.cfg.MaxHistoryPages/per); len(q.channels) > most {
+			return q, fmt.Errorf("%w: a feed with since reads up to %d pages of each channel's history; it may name at most %d channels, not %d", ErrBadRequest, per, most, len(q.channels))
+		}
 	}
 	slices.Sort(q.channels)
 	var k strings.Builder

@@ -2,7 +2,10 @@ package feed_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +116,36 @@ func TestFeedSinceBuildIsChargedForItsPages(t *testing.T) {
 	deep := s.feeds.Stats().KeptBytes - one
 	if deep < 8*one {
 		t.Errorf("a build over 10 pages weighs %d bytes, one over 1 page %d; want about 10 times", deep, one)
+	}
+}
+
+// A feed with since names few enough channels that their walks together
+// stay within MaxHistoryPages: one request cannot make hundreds of origin
+// fetches, through any face. The refusal costs the origin nothing.
+func TestFeedSinceBoundsItsChannels(t *testing.T) {
+	s := newHistoryStack(t, 100, 10) // 200 pages in all: 20 channels
+	since := fixtures.DeepPostDate(1)
+	names := func(n int) []string {
+		out := []string{fixtures.DeepChannel}
+		for i := 1; i < n; i++ {
+			out = append(out, fmt.Sprintf("channel_%03d", i))
+		}
+		return out
+	}
+	_, err := s.feeds.Feed(context.Background(), feed.Request{Channels: names(21), First: 10, Filter: feed.Filter{Since: since}})
+	if !errors.Is(err, feed.ErrBadRequest) || !strings.Contains(err.Error(), "at most 20 channels") {
+		t.Fatalf("21 channels with since: %v, want a bad request naming the bound", err)
+	}
+	if n := s.origin.Total(); n != 0 {
+		t.Errorf("a refused feed made %d origin requests", n)
+	}
+	// Without since the same channels are an ordinary feed.
+	if _, err := s.feeds.Feed(context.Background(), feed.Request{Channels: names(21), First: 10}); err != nil {
+		t.Fatalf("21 channels without since: %v", err)
+	}
+	// At the bound, the feed is built.
+	p, err := s.feeds.Feed(context.Background(), feed.Request{Channels: names(20)[:1], First: 200, Order: feed.Newest, Filter: feed.Filter{Since: since}})
+	if err != nil || p.TotalCount != 100 {
+		t.Fatalf("one channel with since: %v, %v posts", err, p)
 	}
 }
