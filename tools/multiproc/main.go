@@ -183,7 +183,7 @@ func (r report) String() string {
 	for k, n := range r.Failures {
 		fmt.Fprintf(&b, "  %5d × %s\n", n, k)
 	}
-	fmt.Fprintf(&b, "origin requests:   %d; minimum = one per page per refresh window = %d pages × %d windows + %d newest pages × %d windows = %d\n",
+	fmt.Fprintf(&b, "origin requests:   %d; minimum = one per page per refresh window = %d other pages × %d windows + %d newest pages × %d windows = %d\n",
 		r.OriginTotal, r.Pages-r.Newest, r.Windows, r.Newest, r.KeptWindows, r.Minimum)
 	if r.KeptWindows != r.Windows {
 		fmt.Fprintf(&b, "                   (the updater fetched the newest pages' copies for the window after the run ahead of it)\n")
