@@ -160,7 +160,16 @@ func TestSubscribersAcrossProcesses(t *testing.T) {
 			last = time.Since(start)
 		case <-ctx.Done():
 			dumpLogs()
-			t.Fatalf("%d of %d subscribers received the post", len(got), liveWS+1)
+			var missing []string
+			for i := range liveWS {
+				if who := fmt.Sprintf("ws%d@%d", i, procs[i%len(procs)].n); !got[who] {
+					missing = append(missing, who)
+				}
+			}
+			if !got["sse"] {
+				missing = append(missing, "sse")
+			}
+			t.Fatalf("%d of %d subscribers received the post; not %v", len(got), liveWS+1, missing)
 		}
 	}
 	// One more window, to see the fetches settle into their cadence.
