@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/tmefeed/tmefeed/internal/zstdenc"
 )
 
 // Encoded layout, shared by every tier so bytes written by one process can be
@@ -50,9 +52,11 @@ var ErrValueTooLarge = errors.New("cache: value too large")
 
 // Codec turns entries into compressed bytes and back. It is safe for
 // concurrent use: zstd's EncodeAll and DecodeAll take one of a fixed set of
-// encoder states per call, so a single Codec serves a whole process. Each
-// cache tier holds its own, built with NewCodec. A Codec holds no goroutines,
-// so it needs no Close.
+// states per call, so a single Codec serves a whole process. Every Codec
+// compresses with the process's one encoder (internal/zstdenc), whose
+// states cost more than a megabyte each; each has its own decoder, which
+// allocates as it is used. A Codec holds no goroutines, so it needs no
+// Close.
 type Codec struct {
 	enc     *zstd.Encoder
 	dec     *zstd.Decoder
@@ -62,16 +66,9 @@ type Codec struct {
 // NewCodec returns a Codec at zstd's default level, which shrinks t.me
 // channel pages to about a seventh and small embed or preview pages to about
 // a third (see TestCompressionRatio). A page is encoded once per fetch but
-// decoded on every hit, and decoding speed barely depends on the level.
+// decoded on every hit, and decoding speed barely depends on the level. The
+// encoder writes a checksum, so Decode detects bit rot in a shared store.
 func NewCodec() (*Codec, error) {
-	enc, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(0), // GOMAXPROCS concurrent EncodeAll calls
-		zstd.WithEncoderCRC(true),      // Decode detects bit rot in a shared store
-	)
-	if err != nil {
-		return nil, fmt.Errorf("cache: zstd encoder: %w", err)
-	}
 	dec, err := zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0), // GOMAXPROCS concurrent DecodeAll calls
 		zstd.WithDecoderMaxMemory(MaxValueBytes),
@@ -80,11 +77,7 @@ func NewCodec() (*Codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache: zstd decoder: %w", err)
 	}
-	// The encoder sets up its state on first use; do it now so the Codec is
-	// complete when returned (a testing/synctest bubble that first used it
-	// would otherwise own its channels).
-	enc.EncodeAll(nil, nil)
-	return &Codec{enc: enc, dec: dec}, nil
+	return &Codec{enc: zstdenc.Shared(), dec: dec}, nil
 }
 
 // Encode returns e's header and compressed value in a slice of exactly that
@@ -194,8 +187,9 @@ func nanosTime(n int64) time.Time {
 // defaultCodec serves the package-level Encode and Decode. It is built once,
 // at package initialisation, and never reassigned; the zstd states inside are
 // synchronised by zstd itself. Building it eagerly rather than on first use
-// keeps its internal channels outside any testing/synctest bubble; zstd
-// allocates its large tables only when they are first used.
+// keeps its internal channels outside any testing/synctest bubble; it
+// compresses with the shared encoder, so it costs no encoder states of its
+// own.
 var defaultCodec = func() *Codec {
 	c, err := NewCodec()
 	if err != nil {

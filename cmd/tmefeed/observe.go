@@ -84,6 +84,22 @@ func (st *stack) registerCollectors(reg *metrics.Registry) error {
 				}
 			}),
 	}
+	if st.live != nil {
+		cols = append(cols, metrics.NewLiveCollector(func() metrics.LiveStats {
+			s := st.live.Stats()
+			return metrics.LiveStats{
+				UpdaterCycles:    s.Updater.Cycles,
+				UpdaterLag:       s.Updater.Lag,
+				UpdaterTracked:   s.Updater.Tracked,
+				UpdaterRefreshes: s.Updater.Refreshes,
+				UpdaterErrors:    s.Updater.Errors,
+				Subscriptions:    s.Subscribers,
+				EventsPublished:  s.Published,
+				EventsDelivered:  s.Delivered,
+				SlowClosed:       s.SlowClosed,
+			}
+		}))
+	}
 	if mem, ok := st.pageCache.(*cache.Memory); ok {
 		// The embedded-only tier counts for itself; read at scrape time
 		// under the names the Valkey tier's hooks feed.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -379,5 +380,81 @@ func TestReadyzOriginDown(t *testing.T) {
 	}
 	if status, _, _ := s.do(t, http.MethodGet, "/healthz", ""); status != http.StatusOK {
 		t.Errorf("/healthz while not ready: %d (liveness must not follow readiness)", status)
+	}
+}
+
+// The live series follow the updater and the subscriptions: an open
+// subscription is counted while its stream is open, the updater's cycles
+// advance and keep the subscribed channel among the tracked ones, and a
+// post published at the origin is found and delivered once.
+func TestMetricsLiveSeries(t *testing.T) {
+	s := startLive(t, map[string]string{"LOG_LEVEL": "warn"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	doc := `{"query":"subscription { feedUpdates(channels: [\"tmefeed_news\"]) { kind post { id } } }"}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/graphql", strings.NewReader(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := (&http.Client{}).Do(req) // a stream: no client timeout, ctx ends it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("subscription over SSE: status %d", resp.StatusCode)
+	}
+	events := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data:") && strings.Contains(line, "NEW") {
+				events <- line
+			}
+		}
+		close(events)
+	}()
+
+	// A reader's copy of the page is the baseline the next refresh is
+	// compared with.
+	if status, _, _ := s.do(t, http.MethodGet, "/v1/body/tmefeed_news", ""); status != http.StatusOK {
+		t.Fatalf("/v1/body: status %d", status)
+	}
+	// Poll the scrape until the updater has run with the subscription in
+	// place; the test's own deadline bounds the wait.
+	var fams map[string]*dto.MetricFamily
+	for {
+		fams = s.scrape(t)
+		if value(fams, "tmefeed_graphql_subscriptions_open") == 1 &&
+			value(fams, "tmefeed_updater_cycles_total") >= 1 &&
+			value(fams, "tmefeed_updater_tracked_channels") >= 1 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if v := value(fams, "tmefeed_live_events_published_total"); v != 0 {
+		t.Fatalf("events published before any post was: %v", v)
+	}
+
+	s.origin.PublishPost("tmefeed_news", "a post for the metrics test")
+	if _, ok := <-events; !ok {
+		t.Fatal("the stream ended before the new post arrived")
+	}
+	fams = s.scrape(t)
+	if v := value(fams, "tmefeed_live_events_published_total"); v != 1 {
+		t.Errorf("events published: %v, want 1", v)
+	}
+	if v := value(fams, "tmefeed_live_events_delivered_total"); v != 1 {
+		t.Errorf("events delivered: %v, want 1", v)
+	}
+	if v := value(fams, "tmefeed_updater_refreshes_total"); v < 1 {
+		t.Errorf("updater refreshes: %v, want at least 1", v)
+	}
+
+	cancel() // the client goes away
+	for value(s.scrape(t), "tmefeed_graphql_subscriptions_open") != 0 {
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/tmefeed/tmefeed/internal/memsize"
+	"github.com/tmefeed/tmefeed/internal/zstdenc"
 )
 
 // DefaultMinBytes is the smallest answer compressed: below about a
@@ -28,9 +29,10 @@ type Config struct {
 // Encoder compresses answers; it is safe for concurrent use and holds no
 // goroutines. A nil *Encoder compresses nothing.
 type Encoder struct {
-	min  int
-	zenc *zstd.Encoder
-	gz   sync.Pool // *gzip.Writer
+	min     int
+	zenc    *zstd.Encoder
+	gz      sync.Pool // *gzip.Writer
+	scratch sync.Pool // *scratch
 }
 
 // New returns an Encoder, or nil when cfg.Off.
@@ -44,17 +46,10 @@ func New(cfg Config) (*Encoder, error) {
 	if cfg.MinBytes == 0 {
 		cfg.MinBytes = DefaultMinBytes
 	}
-	// The window stays within the 8 MiB RFC 9659 lets HTTP clients refuse
-	// beyond; answers are smaller, so each is one frame.
-	zenc, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(0),
-		zstd.WithWindowSize(1<<23),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("httpcache: zstd encoder: %w", err)
-	}
-	zenc.EncodeAll(nil, nil) // set up now rather than on the first answer
+	// The process's one zstd encoder: its window (1 MiB) is well within
+	// the 8 MiB RFC 9659 lets HTTP clients refuse beyond, and its states
+	// are shared with the cache's codec rather than held twice.
+	zenc := zstdenc.Shared()
 	return &Encoder{min: cfg.MinBytes, zenc: zenc}, nil
 }
 
@@ -62,28 +57,53 @@ func New(cfg Config) (*Encoder, error) {
 // a client that accepts a coding (and so varies by Accept-Encoding).
 func (e *Encoder) Compressible(n int) bool { return e != nil && n >= e.min }
 
-// Compress returns b in coding c, in a new slice of exactly its length.
-// Identity returns b itself.
+// Compress returns b in coding c, in a new slice of its length rounded up
+// to the allocator's size class (so that cap is what it holds). Identity
+// returns b itself.
 func (e *Encoder) Compress(c Coding, b []byte) []byte {
+	if c != Zstd && c != Gzip {
+		return b
+	}
+	// The compressed bytes are made in a reused buffer and copied out:
+	// growing a fresh one per answer was garbage several times the size
+	// of what is kept.
+	s, _ := e.scratch.Get().(*scratch)
+	if s == nil {
+		s = new(scratch)
+	}
+	s.b = s.b[:0]
 	switch c {
 	case Zstd:
-		out := e.zenc.EncodeAll(b, make([]byte, 0, len(b)/4+64))
-		return out[:len(out):len(out)]
+		s.b = e.zenc.EncodeAll(b, s.b)
 	case Gzip:
-		var buf bytes.Buffer
-		buf.Grow(len(b)/4 + 64)
 		zw, _ := e.gz.Get().(*gzip.Writer)
 		if zw == nil {
-			zw, _ = gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+			zw, _ = gzip.NewWriterLevel(s, gzip.DefaultCompression)
 		} else {
-			zw.Reset(&buf)
+			zw.Reset(s)
 		}
-		_, _ = zw.Write(b) // a bytes.Buffer does not fail
+		_, _ = zw.Write(b) // a scratch does not fail
 		_ = zw.Close()
+		zw.Reset(nil) // holds no scratch while pooled
 		e.gz.Put(zw)
-		return bytes.Clone(buf.Bytes())
 	}
-	return b
+	out := bytes.Clone(s.b)
+	if cap(s.b) <= scratchKeep {
+		e.scratch.Put(s)
+	}
+	return out
+}
+
+// scratchKeep bounds the buffers kept for reuse: an answer's compressed
+// form is a few KiB; a larger one is made in a buffer of its own.
+const scratchKeep = 256 << 10
+
+// scratch is an io.Writer appending to a reusable buffer.
+type scratch struct{ b []byte }
+
+func (s *scratch) Write(p []byte) (int, error) {
+	s.b = append(s.b, p...)
+	return len(p), nil
 }
 
 // Rep is an answer's bytes with its validator and, when it is worth

@@ -3,6 +3,7 @@ package httpcache
 import (
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Handler compresses the 200 answers of next that are at least the
@@ -44,7 +45,9 @@ func (w *compressWriter) WriteHeader(status int) {
 	}
 	w.wrote = true
 	h := w.Header()
-	if status != http.StatusOK || h.Get("Content-Encoding") != "" {
+	// An event stream is written as it happens: holding it for
+	// compression would hold it until it ends.
+	if status != http.StatusOK || h.Get("Content-Encoding") != "" || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
 		w.ResponseWriter.WriteHeader(status)
 		return
 	}
@@ -95,6 +98,21 @@ func (w *compressWriter) finish() {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.ResponseWriter.WriteHeader(w.status)
 	_, _ = w.ResponseWriter.Write(body)
+}
+
+// Flush sends what is held uncompressed and passes the rest through: a
+// handler that flushes wants its bytes on the wire now.
+func (w *compressWriter) Flush() {
+	if w.holding {
+		w.holding = false
+		w.Header().Del("Content-Length")
+		w.ResponseWriter.WriteHeader(w.status)
+		if len(w.buf) > 0 {
+			_, _ = w.ResponseWriter.Write(w.buf)
+		}
+		w.buf = nil
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 // Unwrap lets http.ResponseController reach the connection.

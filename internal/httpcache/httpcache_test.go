@@ -234,3 +234,44 @@ func TestHandler(t *testing.T) {
 		}
 	}
 }
+
+// Streams reach the client as they are written, whatever Accept-Encoding
+// says: an event stream is never held for compression, and a handler that
+// flushes gets what it wrote so far onto the wire uncompressed.
+func TestHandlerStreams(t *testing.T) {
+	e := newEncoder(t, 1)
+	first := make(chan struct{})
+	release := make(chan struct{})
+	h := e.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/events" {
+			w.Header().Set("Content-Type", "text/event-stream")
+		}
+		_, _ = io.WriteString(w, strings.Repeat("event: next\ndata: {}\n\n", 10))
+		_ = http.NewResponseController(w).Flush()
+		close(first)
+		<-release
+		_, _ = io.WriteString(w, "event: complete\n\n")
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for _, path := range []string{"/events", "/flushed"} {
+		first, release = make(chan struct{}), make(chan struct{})
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("Accept-Encoding", "gzip, zstd")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-first
+		buf := make([]byte, 12)
+		if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "event: next\n" {
+			t.Errorf("%s: the first event did not arrive before the stream ended: %q, %v", path, buf, err)
+		}
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+			t.Errorf("%s: Content-Encoding %q on a stream", path, ce)
+		}
+		close(release)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
