@@ -80,7 +80,10 @@ func TestUpdaterKeepsPopularPagesFresh(t *testing.T) {
 	w := newWorld(t, fixtures.OriginOptions{Synthetic: 10})
 	channels := w.origin.Channels()[len(w.origin.Channels())-10:]
 	for _, on := range []bool{true, false} {
-		p := w.process(t, processOptions{refresh: refresh, hub: live.Config{Updater: live.UpdaterConfig{Off: !on}}})
+		// A lead of 400 ms (the default would be 250 ms): room for a
+		// cycle's ten fetches and parses on a loaded machine under the
+		// race detector. In production the lead is 2.5 s.
+		p := w.process(t, processOptions{refresh: refresh, hub: live.Config{Updater: live.UpdaterConfig{Off: !on, Lead: 400 * time.Millisecond}}})
 		fs, err := feed.New(feed.Config{Pages: p.pages, Refresh: refresh})
 		if err != nil {
 			t.Fatal(err)
