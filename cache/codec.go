@@ -16,14 +16,17 @@ import (
 // read by another:
 //
 //	[0]     magic byte 0xC7 (not ASCII, so raw HTML or JSON is never mistaken for an entry)
-//	[1]     format version (1)
+//	[1]     format version (2)
 //	[2:10]  FetchedAt, Unix nanoseconds, big-endian; 0 = zero time
-//	[10:14] length of the uncompressed value, big-endian
-//	[14:]   one zstd frame holding the value (absent for an empty value)
+//	[10:18] RefreshAt, Unix nanoseconds, big-endian; 0 = one refresh point after FetchedAt
+//	[18:22] length of the uncompressed value, big-endian
+//	[22:]   one zstd frame holding the value (absent for an empty value)
+//
+// Version 1 lacked RefreshAt; the keys of internal/keys changed with it.
 const (
 	codecMagic   = 0xC7
-	codecVersion = 1
-	headerLen    = 14
+	codecVersion = 2
+	headerLen    = 22
 
 	// MaxValueBytes bounds one uncompressed value. Pages are tens to a few
 	// hundred KiB; the bound keeps a corrupt or hostile header from making
@@ -92,6 +95,13 @@ func (c *Codec) Encode(e Entry) ([]byte, error) {
 		}
 		nanos = e.FetchedAt.UnixNano()
 	}
+	var refreshNs int64
+	if !e.RefreshAt.IsZero() {
+		if y := e.RefreshAt.Year(); y < 1678 || y > 2261 {
+			return nil, fmt.Errorf("cache: encode: RefreshAt %v out of range", e.RefreshAt)
+		}
+		refreshNs = e.RefreshAt.UnixNano()
+	}
 
 	bp, _ := c.scratch.Get().(*[]byte)
 	if bp == nil {
@@ -100,6 +110,7 @@ func (c *Codec) Encode(e Entry) ([]byte, error) {
 	buf := (*bp)[:0]
 	buf = append(buf, codecMagic, codecVersion)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(nanos))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(refreshNs))
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(e.Value)))
 	buf = c.enc.EncodeAll(e.Value, buf)
 
@@ -133,7 +144,7 @@ func (c *Codec) Decode(b []byte) (Entry, error) {
 	if len(out) != int(rawLen) {
 		return Entry{}, fmt.Errorf("%w: value is %d bytes, header says %d", ErrCorrupt, len(out), rawLen)
 	}
-	return Entry{Value: out, FetchedAt: fetched}, nil
+	return Entry{Value: out, FetchedAt: fetched, RefreshAt: nanosTime(refreshNanos(b))}, nil
 }
 
 // parseHeader validates b's header and returns its fetched-at time and the
@@ -148,7 +159,7 @@ func parseHeader(b []byte) (time.Time, uint32, error) {
 	if b[1] != codecVersion {
 		return time.Time{}, 0, fmt.Errorf("%w: unknown format version %d", ErrCorrupt, b[1])
 	}
-	rawLen := binary.BigEndian.Uint32(b[10:14])
+	rawLen := binary.BigEndian.Uint32(b[18:22])
 	if rawLen > MaxValueBytes {
 		return time.Time{}, 0, fmt.Errorf("%w: value length %d over the limit", ErrCorrupt, rawLen)
 	}
@@ -159,6 +170,11 @@ func parseHeader(b []byte) (time.Time, uint32, error) {
 // that this package wrote), without decoding the value.
 func fetchedNanos(b []byte) int64 {
 	return int64(binary.BigEndian.Uint64(b[2:10]))
+}
+
+// refreshNanos reads RefreshAt (0: not stored) like fetchedNanos.
+func refreshNanos(b []byte) int64 {
+	return int64(binary.BigEndian.Uint64(b[10:18]))
 }
 
 func nanosTime(n int64) time.Time {

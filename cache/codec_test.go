@@ -25,6 +25,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		{"incompressible", Entry{Value: bytes.Repeat([]byte{0x5a, 0xa5, 0x13, 0x77}, 100), FetchedAt: at}},
 		{"stale flag dropped", Entry{Value: []byte("old"), FetchedAt: at, Stale: true}},
 		{"before 1970", Entry{Value: []byte("v"), FetchedAt: time.Date(1969, 7, 20, 20, 17, 0, 0, time.UTC)}},
+		{"refresh point", Entry{Value: []byte("v"), FetchedAt: at, RefreshAt: at.Add(12500 * time.Millisecond)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +45,9 @@ func TestCodecRoundTrip(t *testing.T) {
 			}
 			if !got.FetchedAt.Equal(tt.in.FetchedAt) || got.FetchedAt.IsZero() != tt.in.FetchedAt.IsZero() {
 				t.Errorf("FetchedAt: got %v, want %v", got.FetchedAt, tt.in.FetchedAt)
+			}
+			if !got.RefreshAt.Equal(tt.in.RefreshAt) || got.RefreshAt.IsZero() != tt.in.RefreshAt.IsZero() {
+				t.Errorf("RefreshAt: got %v, want %v", got.RefreshAt, tt.in.RefreshAt)
 			}
 			if got.Stale {
 				t.Error("Stale survived encoding")
@@ -90,20 +94,20 @@ func TestDecodeRejectsCorruptInput(t *testing.T) {
 		"future version":    mutate(func(b []byte) []byte { b[1] = codecVersion + 1; return b }),
 		"flipped bit":       mutate(func(b []byte) []byte { b[len(b)/2] ^= 0x10; return b }),
 		"length too small": mutate(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[10:], binary.BigEndian.Uint32(b[10:])-1)
+			binary.BigEndian.PutUint32(b[headerLen-4:], binary.BigEndian.Uint32(b[headerLen-4:])-1)
 			return b
 		}),
 		"length too large": mutate(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[10:], binary.BigEndian.Uint32(b[10:])+1)
+			binary.BigEndian.PutUint32(b[headerLen-4:], binary.BigEndian.Uint32(b[headerLen-4:])+1)
 			return b
 		}),
 		"length over limit": mutate(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[10:], MaxValueBytes+1)
+			binary.BigEndian.PutUint32(b[headerLen-4:], MaxValueBytes+1)
 			return b
 		}),
 		"trailing garbage": append(bytes.Clone(good), 1, 2, 3, 4, 5, 6, 7, 8),
 		"empty value with payload": mutate(func(b []byte) []byte {
-			binary.BigEndian.PutUint32(b[10:], 0)
+			binary.BigEndian.PutUint32(b[headerLen-4:], 0)
 			return b
 		}),
 	}

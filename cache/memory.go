@@ -232,10 +232,11 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 	}
 	if m.store != nil {
 		if b, ok := m.store.GetIfPresent(key); ok {
-			due, early := dueAge(ctx, m.refresh)
+			lead, early := dueLead(ctx, m.refresh)
+			now, until := m.now().UnixNano(), refreshPoint(b, m.refresh)
 			switch age := m.age(b); {
-			case age < due:
-				if e, err := m.codec.Decode(b); err == nil {
+			case now < until-int64(lead):
+				if e, err := m.decode(b); err == nil {
 					m.hits.Add(1)
 					return e, nil
 				}
@@ -243,16 +244,16 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 				m.store.Invalidate(key)
 			case age < m.hardTTL && (revalidating(ctx) || early) && m.failedRecently(key) == nil:
 				// Wait for the refresh below; fill falls back on this copy.
-			case age < m.refresh:
+			case now < until:
 				// Due early, but a refresh failed moments ago: the copy
 				// is still fresh.
-				if e, err := m.codec.Decode(b); err == nil {
+				if e, err := m.decode(b); err == nil {
 					m.hits.Add(1)
 					return e, nil
 				}
 				m.store.Invalidate(key)
 			case age < m.hardTTL:
-				if e, err := m.codec.Decode(b); err == nil {
+				if e, err := m.decode(b); err == nil {
 					m.stale.Add(1)
 					m.refreshInBackground(ctx, key, load)
 					e.Stale = true
@@ -330,18 +331,18 @@ func (m *Memory) remember(key string, err error) {
 // fill runs once per key at a time (see inFlight), detached from its callers.
 func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, error) {
 	var prev []byte
+	start := m.now()
 	if m.store != nil {
 		if b, ok := m.store.GetIfPresent(key); ok {
-			age := m.age(b)
-			due, _ := dueAge(ctx, m.refresh)
+			lead, _ := dueLead(ctx, m.refresh)
 			switch {
-			case age < due:
+			case start.UnixNano() < refreshPoint(b, m.refresh)-int64(lead):
 				// Stored by a load that finished between this caller's
 				// lookup and its joining the flight.
-				if e, err := m.codec.Decode(b); err == nil {
+				if e, err := m.decode(b); err == nil {
 					return e, nil
 				}
-			case age < m.hardTTL:
+			case m.age(b) < m.hardTTL:
 				prev = b
 			}
 		}
@@ -356,22 +357,27 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	m.loads.Add(1)
 	e, err := callLoader(lctx, key, load)
 	if err != nil {
-		m.loadErrors.Add(1)
-		m.remember(key, err)
+		if !errors.Is(err, ErrNotYet) {
+			m.loadErrors.Add(1)
+			m.remember(key, err)
+		}
 		// The copy only if it is still within its hard TTL: the load may
 		// have run for as long as LoadTimeout.
 		if prev != nil && m.age(prev) < m.hardTTL {
-			if old, derr := m.codec.Decode(prev); derr == nil {
-				old.Stale = m.age(prev) >= m.refresh
+			if old, derr := m.decode(prev); derr == nil {
+				old.Stale = !m.now().Before(old.RefreshAt)
 				return old, nil
 			}
 		}
 		return Entry{}, err
 	}
-	e.Stale = false
 	if e.FetchedAt.IsZero() {
 		e.FetchedAt = m.now()
 	}
+	settle(&e, prev, start, m.refresh)
+	// A value derived from a stale copy (a response rendered from a page
+	// being refreshed) is stale from the start.
+	e.Stale = m.refresh > 0 && !m.now().Before(e.RefreshAt)
 	if m.store != nil {
 		// A value that cannot be encoded is served but not stored.
 		if b, err := m.codec.Encode(e); err == nil && m.now().Sub(e.FetchedAt) < m.hardTTL {
@@ -384,6 +390,12 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	return e, nil
 }
 
+// decode decodes an entry this tier stored.
+func (m *Memory) decode(b []byte) (Entry, error) {
+	e, err := m.codec.Decode(b)
+	return withRefreshAt(e, m.refresh), err
+}
+
 // callLoader turns a panic in load into an error: the load runs on a
 // goroutine of its own, where a panic would end the process.
 func callLoader(ctx context.Context, key string, load Loader) (e Entry, err error) {
@@ -392,7 +404,7 @@ func callLoader(ctx context.Context, key string, load Loader) (e Entry, err erro
 			err = fmt.Errorf("cache: loader for %q panicked: %v", key, r)
 		}
 	}()
-	return load(ctx)
+	return load(loaderContext(ctx))
 }
 
 // age is how long ago the origin served the entry encoded in b.

@@ -726,12 +726,15 @@ func TestRememberedFailuresCountAgainstMaxBytes(t *testing.T) {
 	}
 }
 
-// RefreshOlderThan reloads a copy before its refresh point and waits for
-// it; the loader sees the copy it replaces through Previous. A copy
-// younger than the given age is served without a load.
-func TestMemoryRefreshOlderThan(t *testing.T) {
+// RefreshAhead reloads a copy within lead of its refresh point and waits
+// for it; the loader sees the copy it replaces through Previous. The new
+// copy is fresh until a window after the old refresh point, so a key kept
+// fresh ahead of time is loaded once per window, and readers never find it
+// stale.
+func TestMemoryRefreshAheadKeepsCadence(t *testing.T) {
 	clock := newFakeClock()
-	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+	const window, lead = 10 * time.Second, 4 * time.Second
+	m := newTestMemory(t, MemoryConfig{Refresh: window, Now: clock.Now})
 	var loads int
 	var prevSeen []string
 	load := func(ctx context.Context) (Entry, error) {
@@ -744,23 +747,86 @@ func TestMemoryRefreshOlderThan(t *testing.T) {
 		return Entry{Value: []byte(fmt.Sprint("v", loads))}, nil
 	}
 	ctx := context.Background()
+	ahead := RefreshAhead(ctx, lead)
+	t0 := clock.Now()
 	if _, err := m.Get(ctx, "k", load); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(5 * time.Second)
-	if e, _ := m.Get(RefreshOlderThan(ctx, 6*time.Second), "k", load); string(e.Value) != "v1" || loads != 1 {
-		t.Errorf("a 5s copy under RefreshOlderThan(6s): %q after %d loads, want v1 without a load", e.Value, loads)
+	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v1" || loads != 1 {
+		t.Errorf("5s into a 10s window, 4s lead: %q after %d loads, want v1 without a load", e.Value, loads)
 	}
-	clock.Advance(2 * time.Second)
-	e, err := m.Get(RefreshOlderThan(ctx, 6*time.Second), "k", load)
+	clock.Advance(2 * time.Second) // 7s: within the lead
+	e, err := m.Get(ahead, "k", load)
 	if err != nil || string(e.Value) != "v2" || e.Stale || loads != 2 {
-		t.Errorf("a 7s copy under RefreshOlderThan(6s): %q stale %v after %d loads (%v), want v2 fresh", e.Value, e.Stale, loads, err)
+		t.Fatalf("7s: %q stale %v after %d loads (%v), want v2 fresh", e.Value, e.Stale, loads, err)
+	}
+	if want := t0.Add(2 * window); !e.RefreshAt.Equal(want) {
+		t.Errorf("copy loaded at 7s is fresh until %v, want %v (the old refresh point + a window)", e.RefreshAt.Sub(t0), want.Sub(t0))
 	}
 	if want := []string{"", "v1"}; fmt.Sprint(prevSeen) != fmt.Sprint(want) {
 		t.Errorf("loaders saw previous copies %q, want %q", prevSeen, want)
 	}
-	// A plain Get of the 0s copy is a hit.
-	if e, _ := m.Get(ctx, "k", load); string(e.Value) != "v2" || loads != 2 {
-		t.Errorf("plain Get: %q after %d loads", e.Value, loads)
+	// The updater keeps its cadence: due at 16s, refreshed then, the next
+	// copy fresh until 30s.
+	clock.Advance(9*time.Second - time.Millisecond) // 15.999s: not due yet
+	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v2" || loads != 2 {
+		t.Errorf("15.999s: %q after %d loads, want v2 without a load", e.Value, loads)
+	}
+	clock.Advance(time.Second) // 16.999s
+	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v3" || !e.RefreshAt.Equal(t0.Add(3*window)) || loads != 3 {
+		t.Errorf("16.999s: %q fresh until %v after %d loads, want v3 until 30s", e.Value, e.RefreshAt.Sub(t0), loads)
+	}
+	// Plain reads up to the new refresh point are fresh hits, although
+	// the content is older than a window by then.
+	clock.Advance(13 * time.Second) // 29.999s
+	if e, _ := m.Get(ctx, "k", load); string(e.Value) != "v3" || e.Stale || loads != 3 {
+		t.Errorf("plain Get at 29.999s: %q stale %v after %d loads, want v3 fresh without a load", e.Value, e.Stale, loads)
+	}
+	// Three loads in 30 s and never a stale read: one per window.
+	if s := m.Stats(); s.StaleServed != 0 {
+		t.Errorf("%d stale reads, want none", s.StaleServed)
+	}
+	// A refresh after the refresh point (a late updater, or a reader's
+	// stale-while-revalidate) starts its window at its own fetch.
+	clock.Advance(time.Second) // 30.999s
+	now := clock.Now()
+	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v4" || !e.RefreshAt.Equal(now.Add(window)) {
+		t.Errorf("a late refresh: %q fresh until %v, want v4 until %v", e.Value, e.RefreshAt.Sub(t0), now.Add(window).Sub(t0))
+	}
+}
+
+// A loader that returns ErrNotYet keeps the copy, served stale, without
+// counting or remembering a failure; a cold load never sees Refreshing.
+func TestMemoryNotYetKeepsCopy(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now, Failures: testFailures{}})
+	ready := false
+	var refreshing []bool
+	load := func(ctx context.Context) (Entry, error) {
+		refreshing = append(refreshing, Refreshing(ctx))
+		if Refreshing(ctx) && !ready {
+			return Entry{}, ErrNotYet
+		}
+		return Entry{Value: []byte(fmt.Sprint("v", len(refreshing)))}, nil
+	}
+	ctx := Revalidate(context.Background())
+	if _, err := m.Get(ctx, "k", load); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(11 * time.Second)
+	e, err := m.Get(ctx, "k", load)
+	if err != nil || string(e.Value) != "v1" || !e.Stale {
+		t.Errorf("not yet: %q stale %v (%v), want the stale v1", e.Value, e.Stale, err)
+	}
+	ready = true
+	if e, err := m.Get(ctx, "k", load); err != nil || string(e.Value) != "v3" || e.Stale {
+		t.Errorf("ready: %q stale %v (%v), want v3 fresh at once", e.Value, e.Stale, err)
+	}
+	if fmt.Sprint(refreshing) != "[false true true]" {
+		t.Errorf("loaders saw Refreshing %v, want [false true true]", refreshing)
+	}
+	if s := m.Stats(); s.LoadErrors != 0 || s.FailedFast != 0 {
+		t.Errorf("stats %+v: ErrNotYet counted as a failure", s)
 	}
 }

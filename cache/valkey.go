@@ -380,15 +380,16 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 		return v.local(ctx, key, load)
 	}
 	if b != nil {
-		due, early := dueAge(ctx, v.cfg.Refresh)
+		lead, early := dueLead(ctx, v.cfg.Refresh)
+		now, until := v.now().UnixNano(), refreshPoint(b, v.cfg.Refresh)
 		switch age := v.age(b); {
-		case age < due:
-			if e, err := v.codec.Decode(b); err == nil {
+		case now < until-int64(lead):
+			if e, err := v.decode(b); err == nil {
 				v.hit(tier)
 				return e, nil
 			}
 		case age < v.cfg.HardTTL:
-			if e, err := v.codec.Decode(b); err == nil {
+			if e, err := v.decode(b); err == nil {
 				if revalidating(ctx) || early {
 					if fresh, err := v.revalidate(ctx, key, load); err == nil {
 						return fresh, nil
@@ -397,7 +398,7 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 					v.refreshInBackground(ctx, key, load)
 				}
 				v.hit(tier)
-				e.Stale = age >= v.cfg.Refresh
+				e.Stale = now >= until
 				if e.Stale {
 					v.stale(tier)
 				}
@@ -514,16 +515,21 @@ func (v *Valkey) readUsable(ctx context.Context, key string, cached bool) (Entry
 	if err != nil || b == nil {
 		return Entry{}, false, err
 	}
-	age := v.age(b)
-	if age >= v.cfg.HardTTL {
+	if v.age(b) >= v.cfg.HardTTL {
 		return Entry{}, false, nil
 	}
-	e, err := v.codec.Decode(b)
+	e, err := v.decode(b)
 	if err != nil {
 		return Entry{}, false, nil
 	}
-	e.Stale = age >= v.cfg.Refresh
+	e.Stale = !v.now().Before(e.RefreshAt)
 	return e, true, nil
+}
+
+// decode decodes an entry as stored in Valkey.
+func (v *Valkey) decode(b []byte) (Entry, error) {
+	e, err := v.codec.Decode(b)
+	return withRefreshAt(e, v.cfg.Refresh), err
 }
 
 // loadAsHolder runs load while holding the lease, writes the result and
@@ -532,15 +538,20 @@ func (v *Valkey) readUsable(ctx context.Context, key string, cached bool) (Entry
 func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, load Loader) (Entry, error) {
 	defer v.release(ctx, lease, token)
 	// Another process may have written between our read and our lease.
-	due, _ := dueAge(ctx, v.cfg.Refresh)
+	lead, _ := dueLead(ctx, v.cfg.Refresh)
+	start := v.now()
 	b, _, err := v.read(ctx, key, false)
-	if err == nil && b != nil && v.age(b) < due {
-		if e, err := v.codec.Decode(b); err == nil {
+	if err == nil && b != nil && start.UnixNano() < refreshPoint(b, v.cfg.Refresh)-int64(lead) {
+		if e, err := v.decode(b); err == nil {
 			return e, nil
 		}
 	}
+	var prev []byte
 	if err == nil && b != nil && v.age(b) < v.cfg.HardTTL {
+		prev = b
 		ctx = withPrevious(ctx, v.codec, b)
+	} else {
+		ctx = loading(ctx, false) // nothing to keep serving
 	}
 	// Or failed to: the previous holder's failure stands for everyone.
 	if err := v.failedRecently(ctx, key, false); err != nil {
@@ -548,8 +559,16 @@ func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, loa
 	}
 	v.leaseOutcome(LeaseWon)
 	stop := v.keepLease(ctx, lease, token)
-	e, err := v.callLoad(ctx, key, load)
+	e, err := v.callLoad(ctx, key, load, prev, start)
 	stop()
+	if errors.Is(err, ErrNotYet) && prev != nil {
+		old, derr := v.decode(prev)
+		if derr != nil {
+			return Entry{}, err
+		}
+		old.Stale = !v.now().Before(old.RefreshAt)
+		return old, nil
+	}
 	if err != nil {
 		v.remember(ctx, key, err)
 		return Entry{}, err
@@ -560,7 +579,7 @@ func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, loa
 
 // loadHere loads without a lease and shares the result through Valkey.
 func (v *Valkey) loadHere(ctx context.Context, key string, load Loader) (Entry, error) {
-	e, err := v.callLoad(ctx, key, load)
+	e, err := v.callLoad(ctx, key, load, nil, v.now())
 	if err != nil {
 		v.remember(ctx, key, err)
 		return Entry{}, err
@@ -629,18 +648,22 @@ func (v *Valkey) remember(ctx context.Context, key string, err error) {
 	}
 }
 
-func (v *Valkey) callLoad(ctx context.Context, key string, load Loader) (Entry, error) {
+// callLoad runs load, replacing prev (nil: none) found due at start, and
+// sets the loaded entry's FetchedAt and refresh point.
+func (v *Valkey) callLoad(ctx context.Context, key string, load Loader, prev []byte, start time.Time) (Entry, error) {
 	e, err := callLoader(ctx, key, load)
-	if f := v.cfg.Hooks.Load; f != nil {
+	if f := v.cfg.Hooks.Load; f != nil && !errors.Is(err, ErrNotYet) {
 		f(err)
 	}
 	if err != nil {
 		return Entry{}, err
 	}
-	e.Stale = false
 	if e.FetchedAt.IsZero() {
 		e.FetchedAt = v.now()
 	}
+	settle(&e, prev, start, v.cfg.Refresh)
+	// A value derived from a stale copy is stale from the start.
+	e.Stale = !v.now().Before(e.RefreshAt)
 	return e, nil
 }
 

@@ -49,6 +49,7 @@ type vkEvents struct {
 	leases  map[LeaseOutcome]int
 	breaker []string
 	loads   int
+	stale   int
 }
 
 func (e *vkEvents) hooks() ValkeyHooks {
@@ -62,6 +63,11 @@ func (e *vkEvents) hooks() ValkeyHooks {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.misses++
+		},
+		Stale: func(Tier) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.stale++
 		},
 		Lease: func(o LeaseOutcome) {
 			e.mu.Lock()
@@ -85,6 +91,12 @@ func (e *vkEvents) hit(t Tier) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.hits[t]
+}
+
+func (e *vkEvents) stales() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stale
 }
 
 func (e *vkEvents) lease(o LeaseOutcome) int {
@@ -849,5 +861,63 @@ func TestValkeyRevalidateWaitsForRefresh(t *testing.T) {
 	}
 	if e, ok := storedValue(t, srv, key); !ok || string(e.Value) != "new" {
 		t.Errorf("the refresh is not in Valkey: %q", e.Value)
+	}
+}
+
+// RefreshAhead across processes: whichever instance finds the page within
+// the lead first loads it; the other finds the new copy and loads nothing.
+// Each copy is fresh until a window after its predecessor's refresh point,
+// so two updaters keep one load per window between them, and a plain
+// reader never meets a stale copy.
+func TestValkeyRefreshAheadOnePerWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	clk := newVKClock()
+	mod := func(c *ValkeyConfig) {
+		c.Now = clk.Now
+		c.LocalTTL = time.Hour
+	}
+	a, evA := newTestValkey(t, srv, mod)
+	b, evB := newTestValkey(t, srv, mod)
+	ctx := testCtx(t)
+	const key = "tme:v2:page:{cadence}:body:0"
+	const window, lead = 10 * time.Second, 2500 * time.Millisecond
+	loads := newVKLoader("v0")
+	t0 := clk.Now()
+	if _, err := a.Get(ctx, key, loads.load); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	// Both updaters look every second for 5 windows; a reader reads
+	// through b between their looks.
+	for range 50 {
+		clk.Advance(time.Second)
+		n++
+		loads.value.Store(fmt.Sprint("v", n))
+		for _, v := range []*Valkey{a, b} {
+			e, err := v.Get(RefreshAhead(ctx, lead), key, loads.load)
+			if err != nil || e.Stale {
+				t.Fatalf("%v: updater Get = %q stale %v, %v", clk.Now().Sub(t0), e.Value, e.Stale, err)
+			}
+		}
+		eventually(t, "b to see the copy a or b wrote", func() bool {
+			stored, ok := storedValue(t, srv, key)
+			e, err := b.Get(ctx, key, loads.load)
+			return ok && err == nil && string(e.Value) == string(stored.Value)
+		})
+		e, err := b.Get(ctx, key, loads.load)
+		if err != nil || e.Stale {
+			t.Fatalf("%v: reader got %q stale %v, %v", clk.Now().Sub(t0), e.Value, e.Stale, err)
+		}
+		if !clk.Now().Before(e.RefreshAt) || e.RefreshAt.Sub(e.FetchedAt) > window+lead {
+			t.Fatalf("%v: copy fetched at %v fresh until %v", clk.Now().Sub(t0), e.FetchedAt.Sub(t0), e.RefreshAt.Sub(t0))
+		}
+	}
+	// 50 s: the cold load, then one ahead of each of the 5 refresh
+	// points at 10, 20, 30, 40 and 50 s.
+	if got := loads.calls.Load(); got != 6 {
+		t.Errorf("%d loads in 5 windows, want 6 (the cold one and one per window)", got)
+	}
+	if sa, sb := evA.stales(), evB.stales(); sa+sb != 0 {
+		t.Errorf("%d stale answers, want none", sa+sb)
 	}
 }

@@ -88,8 +88,9 @@ type Config struct {
 	// Concurrency bounds the pages one build fetches at once (DefaultConcurrency).
 	Concurrency int
 	// Refresh is the page cache's refresh interval. A build is reused
-	// without looking at its pages until the oldest of them reaches this
-	// age, since no cached page changes before its refresh point. Zero
+	// without looking at its pages until the first of them reaches its
+	// refresh point (pages.Result.RefreshAt; FetchedAt + Refresh when a
+	// source leaves it zero), since no cached page changes before. Zero
 	// reuses nothing unchecked: identical concurrent requests still share
 	// one build.
 	Refresh time.Duration
@@ -197,10 +198,12 @@ type Page struct {
 	// changes whenever the feed is rebuilt from changed pages.
 	Key string
 	// FetchedAt is when the oldest channel page the feed was built from
-	// was fetched (zero when none was read); Stale is set when one of
-	// them was served past its refresh point. Together they say how long
-	// the page may be cached downstream.
+	// was fetched (zero when none was read); RefreshAt is when the first
+	// of them reaches its refresh point; Stale is set when one of them was
+	// served past its refresh point. They say how long the page may be
+	// cached downstream.
 	FetchedAt time.Time
+	RefreshAt time.Time
 	Stale     bool
 }
 
@@ -391,8 +394,8 @@ func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 	p := b.page(start, end)
 	// A kept build reads no pages, so what the answer derives from is
 	// noted here for whoever caches it.
-	if !p.FetchedAt.IsZero() {
-		pages.NoteRead(ctx, p.FetchedAt, p.Stale)
+	if !p.RefreshAt.IsZero() {
+		pages.NoteFreshUntil(ctx, p.RefreshAt, p.Stale)
 	}
 	for _, f := range p.Failed {
 		pages.NoteFailure(ctx, f.Err)
@@ -535,6 +538,7 @@ func (s *Service) build(ctx context.Context, q query) (*build, error) {
 // pageAge is what a build knows of the age of its pages.
 type pageAge struct {
 	oldest time.Time // FetchedAt of the oldest page read
+	until  time.Time // the earliest refresh point of the pages read
 	stale  bool      // a page was served past its refresh point
 }
 
@@ -622,11 +626,18 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		for _, res := range out[i].all() {
 			binary.LittleEndian.PutUint64(buf[:], res.Hash)
 			_, _ = h.Write(buf[:])
-			if t := res.FetchedAt.Add(s.cfg.Refresh); t.Before(validUntil) {
-				validUntil = t
+			until := res.RefreshAt
+			if until.IsZero() { // a PageSource that does not say
+				until = res.FetchedAt.Add(s.cfg.Refresh)
+			}
+			if until.Before(validUntil) {
+				validUntil = until
 			}
 			if !read || res.FetchedAt.Before(fr.oldest) {
 				fr.oldest = res.FetchedAt
+			}
+			if !read || until.Before(fr.until) {
+				fr.until = until
 			}
 			read = true
 			fr.stale = fr.stale || res.Stale
@@ -764,6 +775,7 @@ func (b *build) page(start, end int) *Page {
 	fr := b.fresh.Load()
 	return &Page{
 		FetchedAt:       fr.oldest,
+		RefreshAt:       fr.until,
 		Stale:           fr.stale,
 		Items:           b.items[start:end:end],
 		TotalCount:      n,

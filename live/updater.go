@@ -64,7 +64,7 @@ type updater struct {
 	refresh  time.Duration
 	popular  *popularity
 	kick     chan struct{}
-	fetched  map[string]time.Time // channel → FetchedAt of its copy, as last seen; the run goroutine's own
+	due      map[string]time.Time // channel → refresh point of its copy, as last seen; the run goroutine's own
 	pausedNs atomic.Int64         // unix nanos: no loads before
 
 	cycles, refreshes, errors atomic.Uint64
@@ -95,7 +95,7 @@ func newUpdater(h *Hub, cfg UpdaterConfig) (*updater, error) {
 		refresh: h.cfg.Refresh,
 		popular: newPopularity(cfg.Top, math.Pow(0.5, float64(cfg.Interval)/float64(cfg.HalfLife))),
 		kick:    make(chan struct{}, 1),
-		fetched: map[string]time.Time{},
+		due:     map[string]time.Time{},
 	}, nil
 }
 
@@ -127,9 +127,9 @@ func (u *updater) cycle(ctx context.Context) {
 	top := u.popular.decay()
 	tracked := slices.Compact(slices.Sorted(slices.Values(append(top, u.hub.watched()...))))
 	u.tracked.Store(int64(len(tracked)))
-	for ch := range u.fetched {
+	for ch := range u.due {
 		if _, ok := slices.BinarySearch(tracked, ch); !ok {
-			delete(u.fetched, ch)
+			delete(u.due, ch)
 		}
 	}
 	if until := time.Unix(0, u.pausedNs.Load()); start.Before(until) {
@@ -138,20 +138,21 @@ func (u *updater) cycle(ctx context.Context) {
 		return
 	}
 
-	dueAt := u.refresh - u.cfg.Lead
+	// Due within Lead of the copy's refresh point. The cache keeps the
+	// cadence: the copy loaded then is fresh until a window after that
+	// point, so a page is fetched once per window (cache.RefreshAhead).
 	var due []string
 	for _, ch := range tracked {
-		if at, ok := u.fetched[ch]; !ok || start.Sub(at) >= dueAt {
+		if at, ok := u.due[ch]; !ok || !start.Before(at.Add(-u.cfg.Lead)) {
 			due = append(due, ch)
 		}
 	}
-	// The stalest first, so that a short cycle serves those nearest to
-	// going stale.
-	slices.SortStableFunc(due, func(a, b string) int { return u.fetched[a].Compare(u.fetched[b]) })
+	// The nearest to going stale first, so that a short cycle serves them.
+	slices.SortStableFunc(due, func(a, b string) int { return u.due[a].Compare(u.due[b]) })
 
 	type result struct {
 		ch        string
-		fetchedAt time.Time
+		refreshAt time.Time
 		late      time.Duration
 		err       error
 	}
@@ -169,19 +170,20 @@ func (u *updater) cycle(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
+		prev, seen := u.due[ch]
 		wg.Go(func() {
 			defer func() { <-sem }()
 			n := u.inFlight.Add(1)
 			for hw := u.maxInFlight.Load(); n > hw && !u.maxInFlight.CompareAndSwap(hw, n); hw = u.maxInFlight.Load() {
 			}
 			before := u.hub.now()
-			res, err := u.hub.cfg.Pages.RefreshNewest(ctx, ch, dueAt)
+			res, err := u.hub.cfg.Pages.RefreshNewest(ctx, ch, u.cfg.Lead)
 			u.inFlight.Add(-1)
 			r := result{ch: ch, err: err}
 			if err == nil {
-				r.fetchedAt = res.FetchedAt
-				if prev, ok := u.fetched[ch]; ok && res.FetchedAt.After(prev) {
-					r.late = max(before.Sub(prev)-u.refresh, 0)
+				r.refreshAt = res.RefreshAt
+				if seen && res.RefreshAt.After(prev) {
+					r.late = max(before.Sub(prev), 0)
 				}
 			}
 			results <- r
@@ -201,10 +203,10 @@ func (u *updater) cycle(ctx context.Context) {
 			}
 			continue
 		}
-		if at, ok := u.fetched[r.ch]; !ok || r.fetchedAt.After(at) {
+		if at, ok := u.due[r.ch]; !ok || r.refreshAt.After(at) {
 			refreshed++
 		}
-		u.fetched[r.ch] = r.fetchedAt
+		u.due[r.ch] = r.refreshAt
 		late = max(late, r.late)
 	}
 	took := u.hub.now().Sub(start)

@@ -115,12 +115,12 @@ func TestRequestPathAndKey(t *testing.T) {
 		method string
 		key    string
 	}{
-		{Request{Kind: tme.KindBody, Channel: "durov"}, "/s/durov", "GET", "tme:v1:page:{durov}:body:0"},
-		{Request{Kind: tme.KindBody, Channel: "durov", Position: 42}, "/s/durov/42", "GET", "tme:v1:page:{durov}:body:42"},
-		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123}, "/s/durov?before=123", "POST", "tme:v1:page:{durov}:more:before:123"},
-		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123, After: true}, "/s/durov?after=123", "POST", "tme:v1:page:{durov}:more:after:123"},
-		{Request{Kind: tme.KindPreview, Channel: "durov"}, "/durov", "GET", "tme:v1:page:{durov}:preview"},
-		{Request{Kind: tme.KindEmbed, Channel: "durov", Position: 5}, "/durov/5?embed=1", "GET", "tme:v1:page:{durov}:embed:5"},
+		{Request{Kind: tme.KindBody, Channel: "durov"}, "/s/durov", "GET", "tme:v2:page:{durov}:body:0"},
+		{Request{Kind: tme.KindBody, Channel: "durov", Position: 42}, "/s/durov/42", "GET", "tme:v2:page:{durov}:body:42"},
+		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123}, "/s/durov?before=123", "POST", "tme:v2:page:{durov}:more:before:123"},
+		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123, After: true}, "/s/durov?after=123", "POST", "tme:v2:page:{durov}:more:after:123"},
+		{Request{Kind: tme.KindPreview, Channel: "durov"}, "/durov", "GET", "tme:v2:page:{durov}:preview"},
+		{Request{Kind: tme.KindEmbed, Channel: "durov", Position: 5}, "/durov/5?embed=1", "GET", "tme:v2:page:{durov}:embed:5"},
 	}
 	for _, tt := range tests {
 		if got := tt.r.Path(); got != tt.path {

@@ -17,7 +17,7 @@ import (
 // safe for concurrent use: resolvers read pages in parallel.
 type Freshness struct {
 	mu     sync.Mutex
-	oldest time.Time // FetchedAt of the oldest page read
+	until  time.Time // the earliest refresh point of the pages read
 	read   bool
 	stale  bool // a page was served past its refresh point
 	failed bool // a read failed for a reason that may pass (see Lasting)
@@ -32,12 +32,13 @@ func WithFreshness(ctx context.Context) (context.Context, *Freshness) {
 	return context.WithValue(ctx, freshnessKey{}, f), f
 }
 
-// NoteRead records a page read into ctx's collector, if it has one.
-// Services that answer from pages they read earlier (a kept feed build)
-// call it with those pages' oldest FetchedAt.
-func NoteRead(ctx context.Context, fetchedAt time.Time, stale bool) {
+// NoteFreshUntil records a page read into ctx's collector, if it has one:
+// the page's refresh point (Result.RefreshAt) and whether it was served
+// stale. Services that answer from pages they read earlier (a kept feed
+// build) call it with those pages' earliest refresh point.
+func NoteFreshUntil(ctx context.Context, refreshAt time.Time, stale bool) {
 	if f, ok := ctx.Value(freshnessKey{}).(*Freshness); ok {
-		f.noteRead(fetchedAt, stale)
+		f.noteRead(refreshAt, stale)
 	}
 }
 
@@ -55,20 +56,28 @@ func NoteFailure(ctx context.Context, err error) {
 	}
 }
 
-func (f *Freshness) noteRead(fetchedAt time.Time, stale bool) {
+func (f *Freshness) noteRead(refreshAt time.Time, stale bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.read || fetchedAt.Before(f.oldest) {
-		f.oldest = fetchedAt
+	if !f.read || refreshAt.Before(f.until) {
+		f.until = refreshAt
 	}
 	f.read = true
 	f.stale = f.stale || stale
 }
 
+// Stale reports whether a page behind the answer was served past its
+// refresh point.
+func (f *Freshness) Stale() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stale
+}
+
 // MaxAge returns how many seconds an answer built from the pages noted
-// may be kept: until the oldest of them reaches its refresh point, 0 when
-// one was stale, refresh when none was read (nothing in the answer comes
-// from Telegram). cacheable is false when refresh is not positive (no
+// may be kept: until the first of them reaches its refresh point (at most
+// refresh), 0 when one was stale, refresh when none was read (nothing in
+// the answer comes from Telegram). cacheable is false when refresh is not positive (no
 // cache) or a read failed for a reason that may pass.
 func (f *Freshness) MaxAge(refresh time.Duration, now time.Time) (seconds int, cacheable bool) {
 	f.mu.Lock()
@@ -81,7 +90,7 @@ func (f *Freshness) MaxAge(refresh time.Duration, now time.Time) (seconds int, c
 	case !f.read:
 		return int(refresh / time.Second), true
 	}
-	left := min(refresh-now.Sub(f.oldest), refresh)
+	left := min(f.until.Sub(now), refresh)
 	if left <= 0 {
 		return 0, true
 	}

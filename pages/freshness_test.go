@@ -22,24 +22,27 @@ func TestFreshnessMaxAge(t *testing.T) {
 		cacheable bool
 	}{
 		{"nothing read", func(context.Context) {}, 60, true},
-		{"one page 10 s old", func(ctx context.Context) { pages.NoteRead(ctx, now.Add(-10*time.Second), false) }, 50, true},
-		{"the oldest page decides", func(ctx context.Context) {
-			pages.NoteRead(ctx, now.Add(-5*time.Second), false)
-			pages.NoteRead(ctx, now.Add(-40*time.Second), false)
-			pages.NoteRead(ctx, now.Add(-20*time.Second), false)
+		{"one page fresh for 50 s more", func(ctx context.Context) { pages.NoteFreshUntil(ctx, now.Add(50*time.Second), false) }, 50, true},
+		{"the page that goes stale first decides", func(ctx context.Context) {
+			pages.NoteFreshUntil(ctx, now.Add(55*time.Second), false)
+			pages.NoteFreshUntil(ctx, now.Add(20*time.Second), false)
+			pages.NoteFreshUntil(ctx, now.Add(40*time.Second), false)
 		}, 20, true},
-		{"past the refresh point", func(ctx context.Context) { pages.NoteRead(ctx, now.Add(-2*time.Minute), false) }, 0, true},
+		{"fresh for longer than a window (refreshed ahead): at most a window", func(ctx context.Context) {
+			pages.NoteFreshUntil(ctx, now.Add(refresh+15*time.Second), false)
+		}, 60, true},
+		{"past the refresh point", func(ctx context.Context) { pages.NoteFreshUntil(ctx, now.Add(-time.Minute), false) }, 0, true},
 		{"stale", func(ctx context.Context) {
-			pages.NoteRead(ctx, now, false)
-			pages.NoteRead(ctx, now, true)
+			pages.NoteFreshUntil(ctx, now, false)
+			pages.NoteFreshUntil(ctx, now, true)
 		}, 0, true},
 		{"a failure that lasts", func(ctx context.Context) {
-			pages.NoteRead(ctx, now, false)
+			pages.NoteFreshUntil(ctx, now.Add(refresh), false)
 			pages.NoteFailure(ctx, fmt.Errorf("x: %w", parser.ErrNotChannel))
 			pages.NoteFailure(ctx, origin.ErrNotFound)
 		}, 60, true},
 		{"a failure that may pass", func(ctx context.Context) {
-			pages.NoteRead(ctx, now, false)
+			pages.NoteFreshUntil(ctx, now, false)
 			pages.NoteFailure(ctx, upstream)
 		}, 0, false},
 	} {
@@ -54,6 +57,6 @@ func TestFreshnessMaxAge(t *testing.T) {
 		}
 	}
 	// Without a collector, noting is a no-op.
-	pages.NoteRead(context.Background(), now, false)
+	pages.NoteFreshUntil(context.Background(), now, false)
 	pages.NoteFailure(context.Background(), upstream)
 }

@@ -30,9 +30,9 @@ type walked struct {
 // pageAges is what a walk learned of the age of the pages it read, so that
 // every caller sharing the walk can note it in its own Freshness.
 type pageAges struct {
-	oldest time.Time
-	read   bool
-	stale  bool
+	until time.Time // the earliest refresh point
+	read  bool
+	stale bool
 }
 
 type agesKey struct{}
@@ -47,8 +47,8 @@ func noteAge(ctx context.Context, res Result) {
 	if !ok {
 		return
 	}
-	if !a.read || res.FetchedAt.Before(a.oldest) {
-		a.oldest = res.FetchedAt
+	if !a.read || res.RefreshAt.Before(a.until) {
+		a.until = res.RefreshAt
 	}
 	a.read = true
 	a.stale = a.stale || res.Stale
@@ -56,7 +56,7 @@ func noteAge(ctx context.Context, res Result) {
 
 func (a pageAges) note(ctx context.Context) {
 	if a.read {
-		NoteRead(ctx, a.oldest, a.stale)
+		NoteFreshUntil(ctx, a.until, a.stale)
 	}
 }
 

@@ -24,6 +24,7 @@ type MediaLink struct {
 	// URL is as good as that page copy is fresh. Stale is set when the
 	// copy is past its refresh point because re-reading it failed.
 	FetchedAt time.Time
+	RefreshAt time.Time // the page copy's refresh point
 	Stale     bool
 }
 
@@ -70,5 +71,5 @@ func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, t
 	if strings.HasPrefix(url, "//") {
 		url = "https:" + url // protocol-relative, as some t.me markup writes them
 	}
-	return MediaLink{URL: url, FetchedAt: res.FetchedAt, Stale: res.Stale}, nil
+	return MediaLink{URL: url, FetchedAt: res.FetchedAt, RefreshAt: res.RefreshAt, Stale: res.Stale}, nil
 }

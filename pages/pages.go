@@ -147,16 +147,19 @@ func (s *Service) noteNewest(r origin.Request) {
 }
 
 // RefreshNewest returns channel's newest page, first reloading it through
-// the cache (and its lease) when the cached copy is at least olderThan
-// old, although it may not have reached its refresh point yet: a
-// background updater calls it so that users find the page fresh.
+// the cache (and its lease) when the cached copy is within lead of its
+// refresh point, although it may not have reached it yet: a background
+// updater calls it so that users find the page fresh. The reloaded copy
+// is fresh until a refresh window after the replaced copy's refresh point
+// (cache.RefreshAhead), so a page kept fresh this way is fetched once per
+// window.
 //
 // The cache keeps its copy when the reload fails (stale-if-error); the
 // reload's error is returned anyway, beside that copy, so that the caller
 // can back off (see RetryAt).
-func (s *Service) RefreshNewest(ctx context.Context, channel string, olderThan time.Duration) (Result, error) {
+func (s *Service) RefreshNewest(ctx context.Context, channel string, lead time.Duration) (Result, error) {
 	slot := &loadFailure{}
-	ctx = context.WithValue(cache.RefreshOlderThan(ctx, olderThan), loadFailureKey{}, slot)
+	ctx = context.WithValue(cache.RefreshAhead(ctx, lead), loadFailureKey{}, slot)
 	res, err := s.load(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
 	if err == nil {
 		err = slot.get()
@@ -277,6 +280,7 @@ type Result struct {
 	Preview   *parser.Preview // preview requests (Rendered only)
 	Hash      uint64          // xxh3 of the page bytes
 	FetchedAt time.Time       // when the origin served the bytes
+	RefreshAt time.Time       // the copy's refresh point (cache.Entry.RefreshAt)
 	Stale     bool            // served past its refresh point (the refresh failed or is running)
 	// Parsed is the memory of Page or Preview, for holders that keep them
 	// (see Parsed).
@@ -368,8 +372,11 @@ func (s *Service) Preview(ctx context.Context, username string) (*parser.Preview
 // beside the page under keys.Response(channel, key); key must say
 // everything render depends on (e.g. "body:0", "post:42"). On a hit
 // nothing is parsed or encoded. The rendered entry carries the page's
-// FetchedAt, so it goes stale when the page does. The returned bytes are
-// shared between callers and must not be modified.
+// FetchedAt and refresh point, so it goes stale when the page does; past
+// that point it is rendered again at once if its page is fresh by then
+// (refreshed by the background updater), and served stale while the page
+// is refreshed otherwise. The returned bytes are shared between callers
+// and must not be modified.
 func (s *Service) Rendered(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) ([]byte, error) {
 	e, err := s.RenderedEntry(ctx, key, r, render)
 	return e.Value, err
@@ -395,16 +402,24 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request,
 	s.noteNewest(r)
 	if s.hot != nil {
 		if h, ok := s.hot.GetIfPresent(full); ok && s.fresh(h.Entry) {
-			NoteRead(ctx, h.FetchedAt, false)
+			NoteFreshUntil(ctx, h.RefreshAt, false)
 			return h.Entry, h.rep, nil
 		}
 	}
-	e, err = s.cache.Get(ctx, full, func(ctx context.Context) (cache.Entry, error) {
-		// Render from a fresh page when it can be had: a stale one would
-		// leave the response stale until its next refresh.
-		res, err := s.load(cache.Revalidate(ctx), r)
+	// Revalidate: a copy past its refresh point waits for its re-render,
+	// which the loader declines (cache.ErrNotYet) unless the page is fresh,
+	// so that nobody waits on the origin here.
+	e, err = s.cache.Get(cache.Revalidate(ctx), full, func(ctx context.Context) (cache.Entry, error) {
+		// A cold load renders from whatever page there is, a stale one
+		// included (its refresh runs in the background); a refresh only
+		// from a fresh page, or the response would stay stale until its
+		// next refresh.
+		res, err := s.load(ctx, r)
 		if err != nil {
 			return cache.Entry{}, err
+		}
+		if res.Stale && cache.Refreshing(ctx) {
+			return cache.Entry{}, cache.ErrNotYet
 		}
 		b, err := render(res)
 		if err != nil {
@@ -414,13 +429,13 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request,
 		if o, ok := ctx.Value(RenderObserverKey{}).(RenderObserver); ok {
 			o.Rendered()
 		}
-		return cache.Entry{Value: b, FetchedAt: res.FetchedAt}, nil
+		return cache.Entry{Value: b, FetchedAt: res.FetchedAt, RefreshAt: res.RefreshAt}, nil
 	})
 	if err != nil {
 		NoteFailure(ctx, err)
 		return e, nil, err
 	}
-	NoteRead(ctx, e.FetchedAt, e.Stale)
+	NoteFreshUntil(ctx, e.RefreshAt, e.Stale)
 	if s.hot != nil && !e.Stale && s.fresh(e) {
 		rep = s.enc.NewRep(e.Value, true)
 		s.hot.Set(full, hotEntry{Entry: e, rep: rep})
@@ -443,9 +458,9 @@ type hotEntry struct {
 	rep *httpcache.Rep
 }
 
-// fresh reports whether e is younger than the refresh point.
+// fresh reports whether e has not reached its refresh point.
 func (s *Service) fresh(e cache.Entry) bool {
-	return s.now().Sub(e.FetchedAt) < s.refresh
+	return s.now().Before(e.RefreshAt)
 }
 
 // get loads the page bytes for r through the cache and decodes them,
@@ -494,8 +509,8 @@ func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
 		NoteFailure(ctx, d.err)
 		return Result{}, d.err
 	}
-	NoteRead(ctx, e.FetchedAt, e.Stale)
-	return Result{Page: d.page, Preview: d.preview, Hash: h, FetchedAt: e.FetchedAt, Stale: e.Stale, Parsed: &d.mem}, nil
+	NoteFreshUntil(ctx, e.RefreshAt, e.Stale)
+	return Result{Page: d.page, Preview: d.preview, Hash: h, FetchedAt: e.FetchedAt, RefreshAt: e.RefreshAt, Stale: e.Stale, Parsed: &d.mem}, nil
 }
 
 // decode parses b as kind, reusing an earlier parse of the same bytes.

@@ -66,7 +66,7 @@ func (h *handler) media(w http.ResponseWriter, r *http.Request) {
 	}
 	hd := w.Header()
 	hd.Set("Location", link.URL)
-	hd.Set("Cache-Control", h.cacheControl(link.FetchedAt, link.Stale))
+	hd.Set("Cache-Control", h.cacheControl(link.RefreshAt, link.Stale))
 	w.WriteHeader(http.StatusFound)
 }
 

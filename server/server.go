@@ -423,7 +423,7 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Ent
 	// The values share one array, each slice capped at its one element so
 	// that an Add elsewhere copies rather than overwrites the next.
 	hd := w.Header()
-	v := &[6]string{h.cacheControl(e.FetchedAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
+	v := &[6]string{h.cacheControl(e.RefreshAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
 	hd["Cache-Control"] = v[0:1:1]
 	hd["Etag"] = v[1:2:2]
 	if vary {
@@ -448,26 +448,28 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Ent
 }
 
 // cacheControl tells downstream caches what CACHE_MODE tells ours: keep an
-// answer only until the page it came from reaches its refresh point, then
-// serve it stale for one more period while revalidating.
-func (h *handler) cacheControl(fetchedAt time.Time, stale bool) string {
+// answer only until the page it came from reaches its refresh point
+// (refreshAt), and never longer than a refresh window (a copy refreshed
+// ahead of time is fresh for somewhat longer, see cache.RefreshAhead),
+// then serve it stale for one more period while revalidating.
+func (h *handler) cacheControl(refreshAt time.Time, stale bool) string {
 	if h.refresh <= 0 {
 		return "no-store"
 	}
 	// Appended in one buffer: one allocation per hit instead of three.
 	var buf [80]byte
 	b := append(buf[:0], "public, max-age="...)
-	b = strconv.AppendInt(b, int64(h.maxAge(fetchedAt, stale)), 10)
+	b = strconv.AppendInt(b, int64(h.maxAge(refreshAt, stale)), 10)
 	b = append(b, ", stale-while-revalidate="...)
 	b = append(b, h.swr...)
 	return string(b)
 }
 
-func (h *handler) maxAge(fetchedAt time.Time, stale bool) int {
+func (h *handler) maxAge(refreshAt time.Time, stale bool) int {
 	if stale {
 		return 0
 	}
-	left := h.refresh - h.now().Sub(fetchedAt)
+	left := refreshAt.Sub(h.now())
 	if left <= 0 {
 		return 0
 	}
@@ -517,7 +519,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out[key] = res.Value.Value
-		if age := time.Duration(h.maxAge(res.Value.FetchedAt, res.Value.Stale)) * time.Second; age < maxAge {
+		if age := time.Duration(h.maxAge(res.Value.RefreshAt, res.Value.Stale)) * time.Second; age < maxAge {
 			maxAge = age
 		}
 	}

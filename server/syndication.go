@@ -78,7 +78,7 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 			// A feed missing channels for a passing reason is not kept downstream.
 			hd.Set("Cache-Control", "no-store")
 		} else {
-			hd.Set("Cache-Control", h.cacheControl(p.FetchedAt, p.Stale))
+			hd.Set("Cache-Control", h.cacheControl(p.RefreshAt, p.Stale))
 		}
 		// ServeContent answers If-None-Match and If-Modified-Since (the
 		// former wins when both are sent, as RFC 9110 says), HEAD and ranges.

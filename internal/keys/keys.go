@@ -4,7 +4,7 @@
 // '{' and the next '}', or by the whole key without one. Keys that are
 // used together sit in one slot: a page and the responses rendered from it
 // share the channel as their tag, and a key's lease and remembered failure
-// (Lease, Failed) keep the key's tag. "v1" in a prefix changes whenever
+// (Lease, Failed) keep the key's tag. The version in a prefix changes whenever
 // what is stored under it does, so that processes of different versions
 // sharing one Valkey never read each other's formats.
 package keys
@@ -13,11 +13,11 @@ import "strings"
 
 // Page is the key of a t.me page's bytes; page names the page within its
 // channel (e.g. "body:0", "more:before:42", "preview").
-func Page(channel, page string) string { return "tme:v1:page:{" + channel + "}:" + page }
+func Page(channel, page string) string { return "tme:v2:page:{" + channel + "}:" + page }
 
 // Response is the key of a response rendered from a page of channel; name
 // says everything the rendering depends on (e.g. "body:0", "post:42").
-func Response(channel, name string) string { return "tme:v1:resp:{" + channel + "}:" + name }
+func Response(channel, name string) string { return "tme:v2:resp:{" + channel + "}:" + name }
 
 // APQ is the key of an automatic persisted query, by its SHA-256 hash. It
 // has no side keys, so no tag: queries spread over the cluster. v2: the
