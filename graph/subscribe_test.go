@@ -160,14 +160,6 @@ func (c *wsClient) errorsOf(id string) []gqlError {
 	}
 }
 
-func codesOf(errs []gqlError) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.code())
-	}
-	return out
-}
-
 const updatesQuery = `subscription($channels: [String!]!, $filter: FeedFilter) {
   feedUpdates(channels: $channels, filter: $filter) {
     kind

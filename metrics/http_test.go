@@ -24,7 +24,7 @@ func TestOperationNamesBounded(t *testing.T) {
 	if got := testutil.ToFloat64(r.HTTP.opRequests.WithLabelValues(OperationOther, "200")); got != 11 {
 		t.Errorf("other: %v operations, want 11 (10 past the cap, 1 too long)", got)
 	}
-	if r.HTTP.Operation("Op0") != r.HTTP.Operation("Op0") {
+	if first, again := r.HTTP.Operation("Op0"), r.HTTP.Operation("Op0"); first != again {
 		t.Error("a known name resolved twice")
 	}
 }

@@ -598,7 +598,7 @@ func TestFormatsFailedChannels(t *testing.T) {
 	// downstream; failing for every channel: 502, Telegram's trouble
 	// winning over a bad name.
 	e.origin.SetFault("/s/emoji_party", fixtures.Fault{Status: http.StatusInternalServerError, Times: 1 << 20})
-	res, body = httpGet(t, ts.URL+"/v1/atom?channels=emoji_party,tmefeed_news")
+	res, _ = httpGet(t, ts.URL+"/v1/atom?channels=emoji_party,tmefeed_news")
 	if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != "no-store" || !strings.Contains(res.Header.Get(server.FailedChannelsHeader), "emoji_party=upstream_error") {
 		t.Errorf("status %d, Cache-Control %q, %s %q", res.StatusCode, res.Header.Get("Cache-Control"), server.FailedChannelsHeader, res.Header.Get(server.FailedChannelsHeader))
 	}
