@@ -55,6 +55,9 @@ func TestValkeyURLSeeds(t *testing.T) {
 		{"unix:///run/valkey.sock,h2:7001", "unix socket"},
 		{"h1:7000,ftp://:secret1@h2", "seed 2 of 2: valkey: invalid URL scheme: ftp"},
 		{"h1:7000,h2/0", `seed 2 of 2: "h2/0" is neither a URL nor host:port`},
+		{"redis://h1:7000?addr=h2:700x", `address "h2:700x" is not host:port`},
+		{"redis://h1:7000?addr=h2", `address "h2" is not host:port`},
+		{"redis://h1:7000?addr=:7001", `address ":7001" is not host:port`},
 	} {
 		_, err := NewValkey(context.Background(), ValkeyConfig{URL: tc.url, Refresh: time.Second})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "VALKEY_URL") {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/valkey-io/valkey-go"
@@ -95,6 +96,16 @@ func parseSeed(s string) (valkey.ClientOption, error) {
 		}
 		return valkey.ClientOption{}, err
 	}
+	// valkey.ParseURL takes ?addr= values as they are (a bare host even
+	// becomes the first seed's host on port 6379); a typo there would only
+	// show as a seed that never answers.
+	if u, err := url.Parse(s); err == nil {
+		for _, a := range u.Query()["addr"] {
+			if !validAddress(a) {
+				return valkey.ClientOption{}, fmt.Errorf("address %q is not host:port with a port from 1 to 65535", a)
+			}
+		}
+	}
 	return opt, nil
 }
 
@@ -115,4 +126,14 @@ func seedError(i, n int, err error) error {
 		return err
 	}
 	return fmt.Errorf("seed %d of %d: %w", i+1, n, err)
+}
+
+// validAddress reports whether a is host:port with a usable port.
+func validAddress(a string) bool {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" || strings.ContainsAny(host, "/?@#") {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
 }

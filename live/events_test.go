@@ -245,3 +245,38 @@ func TestFeedsHearOfChangesBeforeSubscribers(t *testing.T) {
 		t.Errorf("the feed read right after the event starts with post %d, want the new %d", got, id)
 	}
 }
+
+// A subscriber hears of what happens after it subscribed. The first
+// refresh after it came compares the page with a copy held from before, so
+// a post published in between would otherwise reach it as NEW although it
+// was there when the subscription began.
+func TestSubscriberIsNotToldOfEarlierPosts(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{})
+	// A window long enough that the copy read first is still the one held
+	// when the subscription begins.
+	p := w.process(t, processOptions{refresh: 10 * time.Second})
+	p.read(t, "tmefeed_news") // the copy the next refresh is compared with
+	earlier := w.origin.PublishPost("tmefeed_news", "published before anyone subscribed")
+	// Post dates have whole seconds; the subscription starts well after.
+	time.Sleep(3 * time.Second)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sub, err := p.hub.Subscribe(ctx, live.Request{Channels: []string{"tmefeed_news"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := w.origin.PublishPost("tmefeed_news", "published after")
+	e, _ := next(t, sub)
+	if e.Kind != live.KindNew || e.Post.ID != later {
+		t.Fatalf("first event %s %d, want NEW %d (not the earlier %d)", e.Kind, e.Post.ID, later, earlier)
+	}
+	if n := p.hub.Stats().Published; n != 2 {
+		t.Errorf("%d events found, want 2 (both posts, from one refresh)", n)
+	}
+	select {
+	case e := <-sub.Events():
+		t.Errorf("another event: %s %d", e.Kind, e.Post.ID)
+	default:
+	}
+}

@@ -309,7 +309,7 @@ func (h *Hub) deliver(channel string, events []Event) {
 	defer h.mu.RUnlock()
 	for s := range h.subs[channel] {
 		for i := range events {
-			if !s.match.Match(events[i].Post) {
+			if !s.match.Match(events[i].Post) || events[i].Kind == KindNew && events[i].Post.Footer.Date.Unix < s.since {
 				continue
 			}
 			if !s.send(events[i]) {
@@ -344,7 +344,8 @@ func (h *Hub) Subscribe(ctx context.Context, req Request) (*Subscription, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &Subscription{hub: h, channels: channels, match: m, events: make(chan Event, h.cfg.Buffer)}
+	s := &Subscription{hub: h, channels: channels, match: m, events: make(chan Event, h.cfg.Buffer),
+		since: h.now().Add(-postDateSlack).Unix()}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -454,11 +455,19 @@ func (h *Hub) Stats() Stats {
 	return st
 }
 
+// postDateSlack is how much older than its subscription a NEW post may be
+// dated and still be sent. A refresh compares the page with the copy held
+// before it, which may be older than the subscription; posts published
+// before the subscriber came were there when it began, so they are not
+// sent. Post dates have whole seconds and clocks drift a little.
+const postDateSlack = 2 * time.Second
+
 // Subscription is one subscriber's stream of events.
 type Subscription struct {
 	hub      *Hub
 	channels []string
 	match    feed.Matcher
+	since    int64 // Unix seconds: NEW posts dated before are not news to this subscriber
 	events   chan Event
 	stop     func() bool
 
