@@ -113,6 +113,7 @@ type Hub struct {
 	wg     sync.WaitGroup
 
 	changes, dropped, published, delivered, slow, publishErrors atomic.Uint64
+	queued                                                      atomic.Int64 // bytes of the replaced pages waiting in diff
 }
 
 // Stats is a snapshot of a Hub's state and counters.
@@ -126,6 +127,7 @@ type Stats struct {
 	Delivered     uint64 // events handed to subscribers of this process
 	SlowClosed    uint64 // subscriptions closed with ErrSlowSubscriber
 	PublishErrors uint64
+	QueuedBytes   int64 // replaced pages' bytes waiting to be compared (at most 4 MiB)
 }
 
 // New returns a running Hub and makes it cfg.Pages's Watcher.
@@ -179,10 +181,19 @@ func (h *Hub) NewestRead(channel string) {
 
 // NewestChanged implements pages.Watcher: the change is compared on the
 // Hub's own goroutine, never on the path of the request that fetched it.
+// The queue is bounded by the bytes it holds as well as by its length:
+// each change holds the replaced page's bytes until it is compared.
 func (h *Hub) NewestChanged(c pages.Change) {
+	n := int64(len(c.Prev))
+	if h.queued.Add(n) > maxQueuedBytes {
+		h.queued.Add(-n)
+		h.dropped.Add(1)
+		return
+	}
 	select {
 	case h.diff <- c:
 	default:
+		h.queued.Add(-n)
 		h.dropped.Add(1)
 	}
 }
@@ -194,6 +205,7 @@ func (h *Hub) compare() {
 		case <-h.base.Done():
 			return
 		case c := <-h.diff:
+			h.queued.Add(-int64(len(c.Prev)))
 			h.changes.Add(1)
 			prev, err := parser.ParseBody(c.Prev)
 			if err != nil {
@@ -255,6 +267,11 @@ func (h *Hub) send(channel string, events []Event) {
 
 // publishTimeout bounds one Publish.
 const publishTimeout = 2 * time.Second
+
+// maxQueuedBytes bounds the replaced pages waiting to be compared (a page
+// is about 100 KB). Beyond it a change is dropped and counted: its posts
+// reach subscribers with the next change of that page.
+const maxQueuedBytes = 4 << 20
 
 // receive delivers what every process publishes to this one's subscribers.
 func (h *Hub) receive() {
@@ -452,6 +469,7 @@ func (h *Hub) Stats() Stats {
 	st.Delivered = h.delivered.Load()
 	st.SlowClosed = h.slow.Load()
 	st.PublishErrors = h.publishErrors.Load()
+	st.QueuedBytes = h.queued.Load()
 	return st
 }
 

@@ -386,7 +386,7 @@ func (st *stack) memory() memoryUsage {
 		Builds:   fs.KeptOwnBytes,
 		Rendered: int64(fs.RenderedBytes),
 		GraphQL:  st.graph.Bytes(),
-		Live:     st.live.Stats().Updater.Bytes,
+		Live:     liveBytes(st.live.Stats()),
 	}
 	switch c := st.pageCache.(type) {
 	case *cache.Memory:
@@ -396,3 +396,7 @@ func (st *stack) memory() memoryUsage {
 	}
 	return u
 }
+
+// liveBytes is what the live hub holds: the updater's popularity counts
+// and the changed pages waiting to be compared.
+func liveBytes(s live.Stats) int64 { return s.Updater.Bytes + s.QueuedBytes }
