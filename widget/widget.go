@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -70,6 +71,11 @@ type Config struct {
 	// subscribes there and refetches its posts on each burst of updates.
 	// Empty: the page polls only (no background updater would send them).
 	Subscribe string
+	// PublicURL is where clients reach the service (PUBLIC_URL): when
+	// set, the posts' pictures and files are linked through its /media
+	// redirects, which outlive Telegram's CDN links, and the policy lets
+	// the page load images from it. Empty links Telegram's URLs.
+	PublicURL string
 	// Logger receives render failures; nil discards.
 	Logger *slog.Logger
 }
@@ -80,6 +86,7 @@ type Handler struct {
 	poll     time.Duration
 	maxLimit int
 	sub      string
+	base     string // PublicURL without a trailing slash
 	csp      string
 	assets   *assets
 	log      *slog.Logger
@@ -118,7 +125,17 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Subscribe != "" && !strings.HasPrefix(cfg.Subscribe, "/") {
 		return nil, fmt.Errorf("widget: Config.Subscribe %q is not a path on this server", cfg.Subscribe)
 	}
-	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, sub: cfg.Subscribe, log: cfg.Logger}
+	imgSrc := append([]string{"'self'"}, ImageHosts...)
+	base := strings.TrimRight(cfg.PublicURL, "/")
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("widget: Config.PublicURL %q is not an http(s) address such as https://feeds.example.com", cfg.PublicURL)
+		}
+		// The media links' origin; they redirect to ImageHosts.
+		imgSrc = append(imgSrc, u.Scheme+"://"+u.Host)
+	}
+	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, sub: cfg.Subscribe, base: base, log: cfg.Logger}
 	if h.poll <= 0 {
 		h.poll = DefaultPollInterval
 	}
@@ -135,7 +152,7 @@ func New(cfg Config) (*Handler, error) {
 	h.assets = a
 	// One policy for every answer, pages and errors alike. frame-src is
 	// for the snippet page's preview of the widget itself.
-	h.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' " + strings.Join(ImageHosts, " ") +
+	h.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src " + strings.Join(imgSrc, " ") +
 		"; connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + strings.Join(anc, " ")
 	return h, nil
 }
@@ -187,7 +204,7 @@ func (h *Handler) load(w http.ResponseWriter, r *http.Request) (view, *feed.Page
 
 // posts returns the feed's articles and notes, rendered once per build.
 func (h *Handler) posts(p *feed.Page) ([]byte, error) {
-	return h.feeds.Rendered(p, "widget:"+renderVersion, func() ([]byte, error) { return renderPosts(p) })
+	return h.feeds.Rendered(p, "widget:"+renderVersion+"\x00"+h.base, func() ([]byte, error) { return renderPosts(p, h.base) })
 }
 
 // GET /embed?channels=…: the widget page.
@@ -196,7 +213,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	etag := tag(p.Key, renderVersion, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10), h.sub)
+	etag := tag(p.Key, renderVersion, h.base, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10), h.sub)
 	if notModified(w, r, etag) {
 		return
 	}
@@ -213,7 +230,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 		Poll:     h.poll.Milliseconds(),
 		Live:     h.sub,
 		LiveBody: h.liveRequest(v),
-		ETag:     fragmentTag(p),
+		ETag:     h.fragmentTag(p),
 		Posts:    body,
 		CSS:      h.assets.url("widget.css"),
 		JS:       h.assets.url("widget.js"),
@@ -232,7 +249,7 @@ func (h *Handler) fragment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if notModified(w, r, fragmentTag(p)) {
+	if notModified(w, r, h.fragmentTag(p)) {
 		return
 	}
 	body, err := h.posts(p)
@@ -243,7 +260,7 @@ func (h *Handler) fragment(w http.ResponseWriter, r *http.Request) {
 	writeHTML(w, r, body)
 }
 
-func fragmentTag(p *feed.Page) string { return tag(p.Key, renderVersion) }
+func (h *Handler) fragmentTag(p *feed.Page) string { return tag(p.Key, renderVersion, h.base) }
 
 // tag makes a strong ETag of the parts an answer depends on.
 func tag(parts ...string) string {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -658,5 +659,75 @@ func TestAvatarsHaveAStandIn(t *testing.T) {
 	}
 	if len(colours) != 4 || len(distinct) < 2 {
 		t.Errorf("colours by channel %v", colours)
+	}
+}
+
+// With PUBLIC_URL set, the posts' pictures, video thumbnails and files are
+// linked through the service's /media redirects, which outlive Telegram's
+// CDN links, and the policy lets the page load images from there.
+func TestMediaLinkedThroughPublicURL(t *testing.T) {
+	e := newEnv(t, widget.Config{PublicURL: "https://feeds.example/"})
+	for _, target := range []string{"/embed?channels=tmefeed_news&limit=30", "/embed/posts?channels=tmefeed_news&limit=30"} {
+		r := e.get(t, target)
+		page := body(t, r)
+		byKey := map[string]*html.Node{}
+		for _, a := range articles(t, page) {
+			byKey[attr(a, "data-key")] = a
+		}
+		srcs := func(id, class, el, at string) []string {
+			var out []string
+			for _, box := range all(byKey["tmefeed_news/"+id], func(n *html.Node) bool { return hasClass(n, class) }) {
+				for _, n := range all(box, tag(el)) {
+					out = append(out, attr(n, at))
+				}
+			}
+			if len(out) == 0 {
+				t.Errorf("%s: post %s has no .%s <%s>", target, id, class, el)
+			}
+			return out
+		}
+		want := map[string][]string{
+			"photo":    {"https://feeds.example/media/tmefeed_news/33/0"},
+			"album":    {"https://feeds.example/media/tmefeed_news/35/0", "https://feeds.example/media/tmefeed_news/35/1", "https://feeds.example/media/tmefeed_news/35/2", "https://feeds.example/media/tmefeed_news/35/3"},
+			"video":    {"https://feeds.example/media/tmefeed_news/42/0?thumb=1"},
+			"document": {"https://feeds.example/media/tmefeed_news/45/0"},
+		}
+		got := map[string][]string{
+			"photo":    srcs("33", "tf-photo", "img", "src"),
+			"album":    srcs("35", "tf-photo", "img", "src"),
+			"video":    srcs("42", "tf-video", "img", "src"),
+			"document": nil,
+		}
+		for _, a := range all(byKey["tmefeed_news/45"], tag("a")) {
+			if hasClass(a, "tf-file") {
+				got["document"] = append(got["document"], attr(a, "href"))
+			}
+		}
+		for k, w := range want {
+			if strings.Join(got[k], " ") != strings.Join(w, " ") {
+				t.Errorf("%s: %s linked as %q, want %q", target, k, got[k], w)
+			}
+		}
+		// Every picture is one the policy lets the page load.
+		var imgSrc []string
+		for _, d := range strings.Split(r.Header.Get("Content-Security-Policy"), ";") {
+			if name, val, _ := strings.Cut(strings.TrimSpace(d), " "); name == "img-src" {
+				imgSrc = strings.Fields(val)
+			}
+		}
+		if !slices.Contains(imgSrc, "https://feeds.example") || !slices.Contains(imgSrc, "https://*.telesco.pe") {
+			t.Errorf("%s: img-src %q lacks the public URL's origin or Telegram's CDN (where /media redirects)", target, imgSrc)
+		}
+		for _, n := range all(parse(t, page), tag("img")) {
+			u, err := url.Parse(attr(n, "src"))
+			if err != nil || u.Scheme != "https" || !(u.Host == "feeds.example" || strings.HasSuffix(u.Host, ".telesco.pe") || u.Host == "telegram.org") {
+				t.Errorf("%s: image from %q", target, attr(n, "src"))
+			}
+		}
+	}
+	for _, bad := range []string{"feeds.example", "ftp://feeds.example", "https://feeds.example/?x=1", "https://"} {
+		if _, err := widget.New(widget.Config{Feed: stubFeed{}, PublicURL: bad}); err == nil {
+			t.Errorf("PublicURL %q accepted", bad)
+		}
 	}
 }

@@ -310,6 +310,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),
 		PollInterval:   cfg.EmbedPoll,
 		Subscribe:      subscribe,
+		PublicURL:      cfg.PublicURL,
 		Logger:         log,
 	})
 	if err != nil {
