@@ -1,6 +1,7 @@
 package widget_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,11 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"golang.org/x/net/html"
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -730,4 +734,95 @@ func TestMediaLinkedThroughPublicURL(t *testing.T) {
 			t.Errorf("PublicURL %q accepted", bad)
 		}
 	}
+}
+
+// The page and its posts are sent compressed to a client that accepts it,
+// decode to the identity answer, and revalidate with the compressed
+// answer's weak ETag (If-None-Match compares weakly), GET and HEAD alike.
+func TestPageAndPostsCompressed(t *testing.T) {
+	enc, err := httpcache.New(httpcache.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, widget.Config{Encoder: enc})
+	for _, target := range []string{"/embed?channels=tmefeed_news,hadashot_today&limit=20", "/embed/posts?channels=tmefeed_news,hadashot_today&limit=20"} {
+		plain := e.get(t, target)
+		identity := body(t, plain)
+		strong := plain.Header.Get("ETag")
+		if plain.StatusCode != http.StatusOK || plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Vary") != "Accept-Encoding" || strings.HasPrefix(strong, "W/") {
+			t.Fatalf("%s without Accept-Encoding: %d, Content-Encoding %q, Vary %q, ETag %q", target, plain.StatusCode, plain.Header.Get("Content-Encoding"), plain.Header.Get("Vary"), strong)
+		}
+		for _, c := range []struct{ ae, want string }{{"gzip", "gzip"}, {"zstd", "zstd"}, {"gzip, deflate, br, zstd", "zstd"}, {"br", ""}} {
+			for range 2 { // the second from the kept form
+				r := e.get(t, target, "Accept-Encoding", c.ae)
+				raw, _ := io.ReadAll(r.Body)
+				if r.StatusCode != http.StatusOK || r.Header.Get("Content-Encoding") != c.want || r.Header.Get("Vary") != "Accept-Encoding" || r.Header.Get("Content-Length") != strconv.Itoa(len(raw)) {
+					t.Fatalf("%s AE %q: %d, Content-Encoding %q, Vary %q, Content-Length %s for %d bytes", target, c.ae, r.StatusCode, r.Header.Get("Content-Encoding"), r.Header.Get("Vary"), r.Header.Get("Content-Length"), len(raw))
+				}
+				wantTag := strong
+				if c.want != "" {
+					wantTag = "W/" + strong
+					if len(raw) > len(identity)/3 {
+						t.Errorf("%s AE %q: %d bytes from %d", target, c.ae, len(raw), len(identity))
+					}
+				}
+				if r.Header.Get("ETag") != wantTag {
+					t.Errorf("%s AE %q: ETag %q, want %q", target, c.ae, r.Header.Get("ETag"), wantTag)
+				}
+				if got := decode(t, c.want, raw); got != identity {
+					t.Errorf("%s AE %q: does not decode to the identity answer", target, c.ae)
+				}
+				// The weak tag revalidates, compressed or not.
+				for _, ae := range []string{c.ae, ""} {
+					nm := e.get(t, target, "Accept-Encoding", ae, "If-None-Match", r.Header.Get("ETag"))
+					if nm.StatusCode != http.StatusNotModified || body(t, nm) != "" || nm.Header.Get("Vary") != "Accept-Encoding" {
+						t.Errorf("%s AE %q If-None-Match %s: %d, Vary %q; want 304", target, ae, r.Header.Get("ETag"), nm.StatusCode, nm.Header.Get("Vary"))
+					}
+				}
+				req := httptest.NewRequest(http.MethodHead, target, nil)
+				req.Header.Set("Accept-Encoding", c.ae)
+				rec := httptest.NewRecorder()
+				e.h.ServeHTTP(rec, req)
+				for _, k := range []string{"Content-Encoding", "Etag", "Vary", "Content-Length"} {
+					if rec.Header().Get(k) != r.Header.Get(k) {
+						t.Errorf("HEAD %s AE %q: %s %q, GET has %q", target, c.ae, k, rec.Header().Get(k), r.Header.Get(k))
+					}
+				}
+			}
+		}
+	}
+	// Off (no Encoder): sent as they are, not varying.
+	off := newEnv(t, widget.Config{})
+	r := off.get(t, "/embed/posts?channels=tmefeed_news", "Accept-Encoding", "gzip")
+	if r.Header.Get("Content-Encoding") != "" || r.Header.Get("Vary") != "" {
+		t.Errorf("without an Encoder: Content-Encoding %q, Vary %q", r.Header.Get("Content-Encoding"), r.Header.Get("Vary"))
+	}
+}
+
+func decode(t *testing.T, coding string, b []byte) string {
+	t.Helper()
+	switch coding {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	case "zstd":
+		zr, err := zstd.NewReader(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		out, err := zr.DecodeAll(b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	return string(b)
 }

@@ -311,6 +311,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		PollInterval:   cfg.EmbedPoll,
 		Subscribe:      subscribe,
 		PublicURL:      cfg.PublicURL,
+		Encoder:        enc,
 		Logger:         log,
 	})
 	if err != nil {
