@@ -192,6 +192,9 @@ type Page struct {
 	// the page may be cached downstream.
 	FetchedAt time.Time
 	Stale     bool
+	// NewestFetchedAt is when the newest of those pages was fetched: no
+	// change the page shows was read later (what a Last-Modified needs).
+	NewestFetchedAt time.Time
 }
 
 // Service builds feeds. It is safe for concurrent use.
@@ -518,6 +521,7 @@ func (s *Service) build(ctx context.Context, q query) (*build, error) {
 // pageAge is what a build knows of the age of its pages.
 type pageAge struct {
 	oldest time.Time // FetchedAt of the oldest page read
+	newest time.Time // and of the newest
 	stale  bool      // a page was served past its refresh point
 }
 
@@ -610,6 +614,9 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 			}
 			if !read || res.FetchedAt.Before(fr.oldest) {
 				fr.oldest = res.FetchedAt
+			}
+			if res.FetchedAt.After(fr.newest) {
+				fr.newest = res.FetchedAt
 			}
 			read = true
 			fr.stale = fr.stale || res.Stale
@@ -747,6 +754,7 @@ func (b *build) page(start, end int) *Page {
 	fr := b.fresh.Load()
 	return &Page{
 		FetchedAt:       fr.oldest,
+		NewestFetchedAt: fr.newest,
 		Stale:           fr.stale,
 		Items:           b.items[start:end:end],
 		TotalCount:      n,

@@ -117,6 +117,7 @@ type handler struct {
 	idSeq       atomic.Uint64
 	graphQL     bool // Config.GraphQL is mounted at graphQLPath
 	publicURL   string
+	docDates    *docDates // Last-Modified of the feed-reader documents
 	enc         *httpcache.Encoder
 	metrics     *metrics.HTTP
 	requestLog  func(context.Context, RequestLine)
@@ -137,6 +138,7 @@ func New(cfg Config) http.Handler {
 		now:         cfg.Now,
 		graphQL:     cfg.GraphQL != nil,
 		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
+		docDates:    newDocDates(),
 		enc:         cfg.Encoder,
 		requestLog:  cfg.RequestLog,
 		ready:       cfg.Ready,
