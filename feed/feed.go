@@ -205,6 +205,9 @@ type Page struct {
 	FetchedAt time.Time
 	RefreshAt time.Time
 	Stale     bool
+	// NewestFetchedAt is when the newest of those pages was fetched: no
+	// change the page shows was read later (what a Last-Modified needs).
+	NewestFetchedAt time.Time
 }
 
 // Service builds feeds. It is safe for concurrent use.
@@ -539,6 +542,7 @@ func (s *Service) build(ctx context.Context, q query) (*build, error) {
 type pageAge struct {
 	oldest time.Time // FetchedAt of the oldest page read
 	until  time.Time // the earliest refresh point of the pages read
+	newest time.Time // and of the newest
 	stale  bool      // a page was served past its refresh point
 }
 
@@ -638,6 +642,9 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 			}
 			if !read || until.Before(fr.until) {
 				fr.until = until
+			}
+			if res.FetchedAt.After(fr.newest) {
+				fr.newest = res.FetchedAt
 			}
 			read = true
 			fr.stale = fr.stale || res.Stale
@@ -776,6 +783,7 @@ func (b *build) page(start, end int) *Page {
 	return &Page{
 		FetchedAt:       fr.oldest,
 		RefreshAt:       fr.until,
+		NewestFetchedAt: fr.newest,
 		Stale:           fr.stale,
 		Items:           b.items[start:end:end],
 		TotalCount:      n,

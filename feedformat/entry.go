@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/internal/medialink"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/sanitize"
 )
@@ -245,18 +246,7 @@ func kindName(k parser.MediaKind) string {
 // mediaURLs are the media file's URL and its preview picture's: Telegram's
 // own, or the durable links under base (see Options.MediaBase).
 func mediaURLs(channel string, id, index int, m parser.Media, base string) (file, thumb string) {
-	file, thumb = safeURL(m.URL), safeURL(m.Thumb)
-	if base == "" {
-		return file, thumb
-	}
-	link := base + "/media/" + url.PathEscape(channel) + "/" + strconv.Itoa(id) + "/" + strconv.Itoa(index)
-	if file != "" {
-		file = link
-	}
-	if thumb != "" {
-		thumb = link + "?thumb=1"
-	}
-	return file, thumb
+	return medialink.Links(base, channel, id, index, safeURL(m.URL), safeURL(m.Thumb))
 }
 
 // mediaAttachment is the file of m, or its preview picture when Telegram

@@ -117,6 +117,7 @@ type handler struct {
 	idSeq       atomic.Uint64
 	graphQL     bool // Config.GraphQL is mounted at graphQLPath
 	publicURL   string
+	docDates    *docDates // Last-Modified of the feed-reader documents
 	enc         *httpcache.Encoder
 	metrics     *metrics.HTTP
 	requestLog  func(context.Context, RequestLine)
@@ -137,6 +138,7 @@ func New(cfg Config) http.Handler {
 		now:         cfg.Now,
 		graphQL:     cfg.GraphQL != nil,
 		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
+		docDates:    newDocDates(),
 		enc:         cfg.Encoder,
 		requestLog:  cfg.RequestLog,
 		ready:       cfg.Ready,
@@ -413,11 +415,9 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Ent
 	if rep == nil {
 		rep = h.enc.NewRep(e.Value, false)
 	}
-	ae := ""
-	if r.Method != http.MethodHead { // a HEAD gets the identity headers
-		ae = r.Header.Get("Accept-Encoding")
-	}
-	body, coding, etag, vary := h.enc.Select(rep, ae)
+	// A HEAD is answered with the headers a GET with the same
+	// Accept-Encoding gets (RFC 9110 §9.3.2): coding, weak ETag and Vary.
+	body, coding, etag, vary := h.enc.Select(rep, r.Header.Get("Accept-Encoding"))
 	// This is every cache hit: the keys are canonical already, so they are
 	// assigned rather than passed through Header.Set's canonicalization.
 	// The values share one array, each slice capped at its one element so
@@ -444,7 +444,9 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Ent
 		hd["Content-Encoding"] = v[5:6:6]
 	}
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
 }
 
 // cacheControl tells downstream caches what CACHE_MODE tells ours: keep an

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/zeebo/xxh3"
 
@@ -82,7 +84,8 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 		}
 		// ServeContent answers If-None-Match and If-Modified-Since (the
 		// former wins when both are sent, as RFC 9110 says), HEAD and ranges.
-		http.ServeContent(w, r, "", feedformat.Updated(p.Items), bytes.NewReader(b))
+		tag := etag(b, failed)
+		http.ServeContent(w, r, "", h.docDates.modified(key, tag, p, feedformat.Updated(p.Items)), bytes.NewReader(b))
 	}
 }
 
@@ -248,4 +251,60 @@ func (h *handler) baseURL(r *http.Request) string {
 		}
 	}
 	return scheme + "://" + host
+}
+
+// maxDocDates bounds the documents whose dates a process remembers; past
+// it, it starts afresh (a forgotten document's date is worked out again).
+const maxDocDates = 4096
+
+// docDates are the Last-Modified dates of the feed-reader documents:
+// when each document's content last changed, so that a reader sending
+// only If-Modified-Since sees an edit or a removal, which the newest
+// post's date would hide. A document keeps its date while its ETag stays
+// the same (rebuilds from refetched, unchanged pages do not move it); a
+// new ETag gets the newest fetch time of the pages it was built from, and
+// always a date later than the one the document had, so a reader's
+// earlier date never matches newer content. Dates are remembered per
+// process: another process works them out from the same page fetch times
+// (kept in the shared cache), so it usually gives the same date, and at
+// worst a later one for unchanged content, which costs that reader one
+// full answer, never a missed change.
+type docDates struct {
+	mu    sync.Mutex
+	dates map[string]docDate
+}
+
+type docDate struct {
+	etag string
+	at   time.Time
+}
+
+func newDocDates() *docDates { return &docDates{dates: make(map[string]docDate)} }
+
+// modified is document key's Last-Modified now that its ETag is etag,
+// built from feed page p whose newest post is dated newestPost.
+// An empty document has none: nothing in it can be newer than a date.
+func (d *docDates) modified(key, etag string, p *feed.Page, newestPost time.Time) time.Time {
+	if newestPost.IsZero() {
+		return time.Time{}
+	}
+	// HTTP dates have whole seconds; If-Modified-Since compares them so.
+	at := p.NewestFetchedAt
+	if newestPost.After(at) { // a clock behind Telegram's
+		at = newestPost
+	}
+	at = at.UTC().Truncate(time.Second)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	prev, ok := d.dates[key]
+	switch {
+	case ok && prev.etag == etag:
+		return prev.at
+	case ok && !at.After(prev.at):
+		at = prev.at.Add(time.Second)
+	case !ok && len(d.dates) >= maxDocDates:
+		clear(d.dates)
+	}
+	d.dates[key] = docDate{etag: etag, at: at}
+	return at
 }

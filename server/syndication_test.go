@@ -783,3 +783,68 @@ func checkSafeHTML(t *testing.T, format, content string) {
 		t.Errorf("%s: script text survived: %s", format, content)
 	}
 }
+
+// A reader that sends only If-Modified-Since sees edits and removals:
+// Last-Modified is when the document's content changed, not the newest
+// post's date (which an edit or a removal of an older post leaves as it
+// is), and it stays put while the content does.
+func TestFormatsLastModifiedFollowsChanges(t *testing.T) {
+	for name, f := range formatRoutes {
+		t.Run(name, func(t *testing.T) {
+			e, ts := formatEnv(t, envOptions{}) // each format edits its own origin
+			target := ts.URL + f.path + "?channels=tmefeed_news,emoji_party"
+			res, _ := httpGet(t, target)
+			lm := res.Header.Get("Last-Modified")
+			if res.StatusCode != http.StatusOK || lm == "" {
+				t.Fatalf("status %d, Last-Modified %q", res.StatusCode, lm)
+			}
+			// refetch reads the document again after the pages' refresh
+			// point, until the build reads the pages fetched anew (a stale
+			// copy may answer the first request while they are fetched).
+			refetch := func(since, want string) (*http.Response, []byte) {
+				t.Helper()
+				e.clock.Advance(time.Minute)
+				var res *http.Response
+				var body []byte
+				for range 50 {
+					res, body = httpGet(t, target, "If-Modified-Since", since)
+					if want == "" || res.StatusCode == http.StatusOK {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				return res, body
+			}
+			// Unchanged content, pages fetched again: the date holds.
+			if res, _ := refetch(lm, ""); res.StatusCode != http.StatusNotModified {
+				t.Fatalf("unchanged feed after a refresh: status %d, want 304", res.StatusCode)
+			}
+			if res, _ := httpGet(t, target); res.Header.Get("Last-Modified") != lm {
+				t.Fatalf("unchanged feed after a refresh: Last-Modified %q, was %q", res.Header.Get("Last-Modified"), lm)
+			}
+
+			edit := "Corrected for the " + name + " reader"
+			e.origin.EditPost("tmefeed_news", 32, edit)
+			res, body := refetch(lm, "changed")
+			lm2 := res.Header.Get("Last-Modified")
+			if res.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(edit)) {
+				t.Fatalf("If-Modified-Since %s after an edit: status %d, edit shown %v", lm, res.StatusCode, bytes.Contains(body, []byte(edit)))
+			}
+			if !mustTime(t, lm2).After(mustTime(t, lm)) {
+				t.Errorf("Last-Modified %q after the edit, %q before", lm2, lm)
+			}
+			if res, _ := httpGet(t, target, "If-Modified-Since", lm2); res.StatusCode != http.StatusNotModified {
+				t.Errorf("If-Modified-Since the new date: status %d, want 304", res.StatusCode)
+			}
+
+			e.origin.RemovePost("tmefeed_news", 33)
+			res, body = refetch(lm2, "changed")
+			if res.StatusCode != http.StatusOK || bytes.Contains(body, []byte("https://t.me/tmefeed_news/33\"")) || bytes.Contains(body, []byte("https://t.me/tmefeed_news/33<")) {
+				t.Errorf("If-Modified-Since %s after a removal: status %d, removed post still listed %v", lm2, res.StatusCode, bytes.Contains(body, []byte("tmefeed_news/33")))
+			}
+			if !mustTime(t, res.Header.Get("Last-Modified")).After(mustTime(t, lm2)) {
+				t.Errorf("Last-Modified %q after the removal, %q before", res.Header.Get("Last-Modified"), lm2)
+			}
+		})
+	}
+}

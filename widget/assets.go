@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/zeebo/xxh3"
+
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 )
 
 //go:embed assets
@@ -76,7 +78,7 @@ func (h *Handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 	hd := w.Header()
 	hd.Set("ETag", a.etag)
 	hd.Set("Cache-Control", "public, max-age=31536000, immutable")
-	if m := r.Header.Get("If-None-Match"); m != "" && etagMatches(m, a.etag) {
+	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), a.etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}

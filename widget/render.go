@@ -15,6 +15,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/internal/medialink"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/sanitize"
 )
@@ -30,9 +31,8 @@ const avatarHues = 8
 var templateFS embed.FS
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"img":   imageURL,
-	"link":  linkURL,
-	"still": stillImage,
+	"img":  imageURL,
+	"link": linkURL,
 }).ParseFS(templateFS, "templates/*.html"))
 
 // postView is a post as the templates show it: every string plain text
@@ -61,9 +61,12 @@ type postView struct {
 	Date, DateFallback string
 }
 
+// mediaView is a media as the templates show it: the picture, preview
+// picture and file to link, each "" when there is none the page may use.
 type mediaView struct {
 	parser.Media
-	PostURL string
+	PostURL                          string
+	Src, ThumbSrc, StillSrc, FileURL template.URL
 }
 
 type replyView struct {
@@ -88,7 +91,12 @@ type postsData struct {
 // renderPosts writes a feed page as the widget's notes and articles. Each
 // article carries a hash of its own markup, so the page's refresh can tell
 // which posts changed.
-func renderPosts(p *feed.Page) ([]byte, error) {
+//
+// base, when set, is the service's public URL: media are linked through
+// its /media redirects (package medialink), as the feed-reader documents
+// link them, so that a page left open keeps showing them after Telegram's
+// CDN links expire.
+func renderPosts(p *feed.Page, base string) ([]byte, error) {
 	var d postsData
 	for _, f := range p.Failed {
 		d.Failed = append(d.Failed, failureView{Channel: f.Username, Message: fault.Classify(f.Err).Message})
@@ -96,7 +104,7 @@ func renderPosts(p *feed.Page) ([]byte, error) {
 	d.Empty = len(p.Items) == 0
 	var buf, art bytes.Buffer
 	for _, it := range p.Items {
-		v := newPostView(it)
+		v := newPostView(it, base)
 		art.Reset()
 		if err := templates.ExecuteTemplate(&art, "post-body", v); err != nil {
 			return nil, err
@@ -119,7 +127,7 @@ func renderPosts(p *feed.Page) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-func newPostView(it feed.Item) postView {
+func newPostView(it feed.Item, base string) postView {
 	p := it.Post
 	ch := p.Channel
 	if it.Channel != nil && it.Channel.Username != "" {
@@ -168,8 +176,8 @@ func newPostView(it feed.Item) postView {
 	if p.Service != nil {
 		v.Service = p.Service.Text
 	}
-	for _, m := range p.Content.Media {
-		v.Media = append(v.Media, mediaView{Media: m, PostURL: v.URL})
+	for i, m := range p.Content.Media {
+		v.Media = append(v.Media, newMediaView(m, v.URL, base, ch, p.ID, i))
 	}
 	if t := p.Content.Text; t != nil && t.HTML != "" {
 		v.Text = template.HTML(sanitize.Post(t.HTML, ch))
@@ -189,6 +197,35 @@ func newPostView(it feed.Item) postView {
 			v.Preview.Description = template.HTML(sanitize.Post(l.Description.HTML, ch))
 		}
 	}
+	return v
+}
+
+// newMediaView decides what the page shows of the index-th media of post
+// id: Telegram's URLs when the page may load them, or with base set their
+// durable links, which redirect to those same URLs (on hosts the policy
+// allows, which is why they are checked either way).
+func newMediaView(m parser.Media, postURL, base, channel string, id, index int) mediaView {
+	v := mediaView{Media: m, PostURL: postURL}
+	src, thumb := string(imageURL(m.URL)), string(imageURL(m.Thumb))
+	still := string(stillImage(v))
+	file := string(linkURL(m.URL))
+	if base != "" {
+		// The sticker's still picture is its thumbnail or the file itself.
+		switch still {
+		case "":
+		case thumb:
+			still = medialink.Link(base, channel, id, index, true)
+		default:
+			still = medialink.Link(base, channel, id, index, false)
+		}
+		src, thumb = medialink.Links(base, channel, id, index, src, thumb)
+		file, _ = medialink.Links(base, channel, id, index, file, "")
+	} else {
+		// Without durable links a file links to its post: Telegram's
+		// file URLs expire while the page stays open.
+		file = ""
+	}
+	v.Src, v.ThumbSrc, v.StillSrc, v.FileURL = template.URL(src), template.URL(thumb), template.URL(still), template.URL(file)
 	return v
 }
 

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,6 +35,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 )
 
 // FeedService builds feeds; *feed.Service is one.
@@ -70,6 +72,16 @@ type Config struct {
 	// subscribes there and refetches its posts on each burst of updates.
 	// Empty: the page polls only (no background updater would send them).
 	Subscribe string
+	// PublicURL is where clients reach the service (PUBLIC_URL): when
+	// set, the posts' pictures and files are linked through its /media
+	// redirects, which outlive Telegram's CDN links, and the policy lets
+	// the page load images from it. Empty links Telegram's URLs.
+	PublicURL string
+	// Encoder compresses the page and its posts (the service's one, as
+	// for every face); their compressed forms are kept beside the render
+	// of each feed build, so an unchanged feed costs no compression. Nil
+	// sends them as they are.
+	Encoder *httpcache.Encoder
 	// Logger receives render failures; nil discards.
 	Logger *slog.Logger
 }
@@ -80,6 +92,8 @@ type Handler struct {
 	poll     time.Duration
 	maxLimit int
 	sub      string
+	base     string // PublicURL without a trailing slash
+	enc      *httpcache.Encoder
 	csp      string
 	assets   *assets
 	log      *slog.Logger
@@ -118,7 +132,17 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Subscribe != "" && !strings.HasPrefix(cfg.Subscribe, "/") {
 		return nil, fmt.Errorf("widget: Config.Subscribe %q is not a path on this server", cfg.Subscribe)
 	}
-	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, sub: cfg.Subscribe, log: cfg.Logger}
+	imgSrc := append([]string{"'self'"}, ImageHosts...)
+	base := strings.TrimRight(cfg.PublicURL, "/")
+	if base != "" {
+		u, err := url.Parse(base)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("widget: Config.PublicURL %q is not an http(s) address such as https://feeds.example.com", cfg.PublicURL)
+		}
+		// The media links' origin; they redirect to ImageHosts.
+		imgSrc = append(imgSrc, u.Scheme+"://"+u.Host)
+	}
+	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger}
 	if h.poll <= 0 {
 		h.poll = DefaultPollInterval
 	}
@@ -135,7 +159,7 @@ func New(cfg Config) (*Handler, error) {
 	h.assets = a
 	// One policy for every answer, pages and errors alike. frame-src is
 	// for the snippet page's preview of the widget itself.
-	h.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' " + strings.Join(ImageHosts, " ") +
+	h.csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src " + strings.Join(imgSrc, " ") +
 		"; connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors " + strings.Join(anc, " ")
 	return h, nil
 }
@@ -187,42 +211,44 @@ func (h *Handler) load(w http.ResponseWriter, r *http.Request) (view, *feed.Page
 
 // posts returns the feed's articles and notes, rendered once per build.
 func (h *Handler) posts(p *feed.Page) ([]byte, error) {
-	return h.feeds.Rendered(p, "widget:"+renderVersion, func() ([]byte, error) { return renderPosts(p) })
+	return h.feeds.Rendered(p, h.postsKey(), func() ([]byte, error) { return renderPosts(p, h.base) })
 }
 
-// GET /embed?channels=…: the widget page.
+func (h *Handler) postsKey() string { return "widget:" + renderVersion + "\x00" + h.base }
+
+// GET /embed?channels=…: the widget page, rendered once per build and
+// query (its ETag names both).
 func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	v, p, ok := h.load(w, r)
 	if !ok {
 		return
 	}
-	etag := tag(p.Key, renderVersion, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10), h.sub)
-	if notModified(w, r, etag) {
-		return
-	}
-	body, err := h.posts(p)
-	if err != nil {
-		h.failFeed(w, err)
-		return
-	}
-	out, err := renderPage(pageData{
-		Theme:    v.theme,
-		Title:    "Telegram: @" + strings.Join(v.req.Channels, ", @"),
-		Channels: v.req.Channels,
-		Source:   "/embed/posts?" + v.query,
-		Poll:     h.poll.Milliseconds(),
-		Live:     h.sub,
-		LiveBody: h.liveRequest(v),
-		ETag:     fragmentTag(p),
-		Posts:    body,
-		CSS:      h.assets.url("widget.css"),
-		JS:       h.assets.url("widget.js"),
+	etag := tag(p.Key, renderVersion, h.base, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10), h.sub)
+	key := "widget-page:" + etag
+	out, err := h.feeds.Rendered(p, key, func() ([]byte, error) {
+		body, err := h.posts(p)
+		if err != nil {
+			return nil, err
+		}
+		return renderPage(pageData{
+			Theme:    v.theme,
+			Title:    "Telegram: @" + strings.Join(v.req.Channels, ", @"),
+			Channels: v.req.Channels,
+			Source:   "/embed/posts?" + v.query,
+			Poll:     h.poll.Milliseconds(),
+			Live:     h.sub,
+			LiveBody: h.liveRequest(v),
+			ETag:     h.fragmentTag(p),
+			Posts:    body,
+			CSS:      h.assets.url("widget.css"),
+			JS:       h.assets.url("widget.js"),
+		})
 	})
 	if err != nil {
 		h.failFeed(w, err)
 		return
 	}
-	writeHTML(w, r, out)
+	h.send(w, r, p, key, etag, out)
 }
 
 // GET /embed/posts?…: the articles alone, for the page's refresh; 304
@@ -232,18 +258,46 @@ func (h *Handler) fragment(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if notModified(w, r, fragmentTag(p)) {
-		return
-	}
 	body, err := h.posts(p)
 	if err != nil {
 		h.failFeed(w, err)
 		return
 	}
-	writeHTML(w, r, body)
+	h.send(w, r, p, h.postsKey(), h.fragmentTag(p), body)
 }
 
-func fragmentTag(p *feed.Page) string { return tag(p.Key, renderVersion) }
+func (h *Handler) fragmentTag(p *feed.Page) string { return tag(p.Key, renderVersion, h.base) }
+
+// send writes body (kept for build p under key) in the coding the
+// request's Accept-Encoding picks, or 304 when If-None-Match holds its
+// tag. A compressed form is made once per build and kept beside body, so
+// a widget's refresh costs a lookup; its ETag is the weak form of body's,
+// which If-None-Match still matches (the weak comparison). A HEAD gets
+// the headers of the same GET.
+func (h *Handler) send(w http.ResponseWriter, r *http.Request, p *feed.Page, key, etag string, body []byte) {
+	hd := w.Header()
+	if h.enc.Compressible(len(body)) {
+		hd.Add("Vary", "Accept-Encoding")
+		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
+			coded, err := h.feeds.Rendered(p, key+"\x00"+c.String(), func() ([]byte, error) { return h.enc.Compress(c, body), nil })
+			if err != nil { // the compression cannot fail; Rendered's contract can
+				h.failFeed(w, err)
+				return
+			}
+			body, etag = coded, httpcache.Weak(etag)
+			hd.Set("Content-Encoding", c.String())
+		}
+	}
+	hd.Set("ETag", etag)
+	// Pages are revalidated on every use: their posts change.
+	hd.Set("Cache-Control", "no-cache")
+	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), etag) {
+		hd.Del("Content-Encoding")
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeHTML(w, r, body)
+}
 
 // tag makes a strong ETag of the parts an answer depends on.
 func tag(parts ...string) string {
@@ -253,29 +307,6 @@ func tag(parts ...string) string {
 		_, _ = hs.Write([]byte{0})
 	}
 	return `"` + strconv.FormatUint(hs.Sum64(), 36) + `"`
-}
-
-// notModified sets the validators and answers 304 when the client's copy
-// is current. Pages are revalidated on every use: their posts change.
-func notModified(w http.ResponseWriter, r *http.Request, etag string) bool {
-	hd := w.Header()
-	hd.Set("ETag", etag)
-	hd.Set("Cache-Control", "no-cache")
-	if match := r.Header.Get("If-None-Match"); match != "" && etagMatches(match, etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return true
-	}
-	return false
-}
-
-func etagMatches(header, etag string) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == etag || t == "*" {
-			return true
-		}
-	}
-	return false
 }
 
 func writeHTML(w http.ResponseWriter, r *http.Request, b []byte) {

@@ -1,6 +1,7 @@
 package widget_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,16 +10,20 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 	"golang.org/x/net/html"
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -659,4 +664,165 @@ func TestAvatarsHaveAStandIn(t *testing.T) {
 	if len(colours) != 4 || len(distinct) < 2 {
 		t.Errorf("colours by channel %v", colours)
 	}
+}
+
+// With PUBLIC_URL set, the posts' pictures, video thumbnails and files are
+// linked through the service's /media redirects, which outlive Telegram's
+// CDN links, and the policy lets the page load images from there.
+func TestMediaLinkedThroughPublicURL(t *testing.T) {
+	e := newEnv(t, widget.Config{PublicURL: "https://feeds.example/"})
+	for _, target := range []string{"/embed?channels=tmefeed_news&limit=30", "/embed/posts?channels=tmefeed_news&limit=30"} {
+		r := e.get(t, target)
+		page := body(t, r)
+		byKey := map[string]*html.Node{}
+		for _, a := range articles(t, page) {
+			byKey[attr(a, "data-key")] = a
+		}
+		srcs := func(id, class, el, at string) []string {
+			var out []string
+			for _, box := range all(byKey["tmefeed_news/"+id], func(n *html.Node) bool { return hasClass(n, class) }) {
+				for _, n := range all(box, tag(el)) {
+					out = append(out, attr(n, at))
+				}
+			}
+			if len(out) == 0 {
+				t.Errorf("%s: post %s has no .%s <%s>", target, id, class, el)
+			}
+			return out
+		}
+		want := map[string][]string{
+			"photo":    {"https://feeds.example/media/tmefeed_news/33/0"},
+			"album":    {"https://feeds.example/media/tmefeed_news/35/0", "https://feeds.example/media/tmefeed_news/35/1", "https://feeds.example/media/tmefeed_news/35/2", "https://feeds.example/media/tmefeed_news/35/3"},
+			"video":    {"https://feeds.example/media/tmefeed_news/42/0?thumb=1"},
+			"document": {"https://feeds.example/media/tmefeed_news/45/0"},
+		}
+		got := map[string][]string{
+			"photo":    srcs("33", "tf-photo", "img", "src"),
+			"album":    srcs("35", "tf-photo", "img", "src"),
+			"video":    srcs("42", "tf-video", "img", "src"),
+			"document": nil,
+		}
+		for _, a := range all(byKey["tmefeed_news/45"], tag("a")) {
+			if hasClass(a, "tf-file") {
+				got["document"] = append(got["document"], attr(a, "href"))
+			}
+		}
+		for k, w := range want {
+			if strings.Join(got[k], " ") != strings.Join(w, " ") {
+				t.Errorf("%s: %s linked as %q, want %q", target, k, got[k], w)
+			}
+		}
+		// Every picture is one the policy lets the page load.
+		var imgSrc []string
+		for _, d := range strings.Split(r.Header.Get("Content-Security-Policy"), ";") {
+			if name, val, _ := strings.Cut(strings.TrimSpace(d), " "); name == "img-src" {
+				imgSrc = strings.Fields(val)
+			}
+		}
+		if !slices.Contains(imgSrc, "https://feeds.example") || !slices.Contains(imgSrc, "https://*.telesco.pe") {
+			t.Errorf("%s: img-src %q lacks the public URL's origin or Telegram's CDN (where /media redirects)", target, imgSrc)
+		}
+		for _, n := range all(parse(t, page), tag("img")) {
+			u, err := url.Parse(attr(n, "src"))
+			if err != nil || u.Scheme != "https" || !(u.Host == "feeds.example" || strings.HasSuffix(u.Host, ".telesco.pe") || u.Host == "telegram.org") {
+				t.Errorf("%s: image from %q", target, attr(n, "src"))
+			}
+		}
+	}
+	for _, bad := range []string{"feeds.example", "ftp://feeds.example", "https://feeds.example/?x=1", "https://"} {
+		if _, err := widget.New(widget.Config{Feed: stubFeed{}, PublicURL: bad}); err == nil {
+			t.Errorf("PublicURL %q accepted", bad)
+		}
+	}
+}
+
+// The page and its posts are sent compressed to a client that accepts it,
+// decode to the identity answer, and revalidate with the compressed
+// answer's weak ETag (If-None-Match compares weakly), GET and HEAD alike.
+func TestPageAndPostsCompressed(t *testing.T) {
+	enc, err := httpcache.New(httpcache.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, widget.Config{Encoder: enc})
+	for _, target := range []string{"/embed?channels=tmefeed_news,hadashot_today&limit=20", "/embed/posts?channels=tmefeed_news,hadashot_today&limit=20"} {
+		plain := e.get(t, target)
+		identity := body(t, plain)
+		strong := plain.Header.Get("ETag")
+		if plain.StatusCode != http.StatusOK || plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Vary") != "Accept-Encoding" || strings.HasPrefix(strong, "W/") {
+			t.Fatalf("%s without Accept-Encoding: %d, Content-Encoding %q, Vary %q, ETag %q", target, plain.StatusCode, plain.Header.Get("Content-Encoding"), plain.Header.Get("Vary"), strong)
+		}
+		for _, c := range []struct{ ae, want string }{{"gzip", "gzip"}, {"zstd", "zstd"}, {"gzip, deflate, br, zstd", "zstd"}, {"br", ""}} {
+			for range 2 { // the second from the kept form
+				r := e.get(t, target, "Accept-Encoding", c.ae)
+				raw, _ := io.ReadAll(r.Body)
+				if r.StatusCode != http.StatusOK || r.Header.Get("Content-Encoding") != c.want || r.Header.Get("Vary") != "Accept-Encoding" || r.Header.Get("Content-Length") != strconv.Itoa(len(raw)) {
+					t.Fatalf("%s AE %q: %d, Content-Encoding %q, Vary %q, Content-Length %s for %d bytes", target, c.ae, r.StatusCode, r.Header.Get("Content-Encoding"), r.Header.Get("Vary"), r.Header.Get("Content-Length"), len(raw))
+				}
+				wantTag := strong
+				if c.want != "" {
+					wantTag = "W/" + strong
+					if len(raw) > len(identity)/3 {
+						t.Errorf("%s AE %q: %d bytes from %d", target, c.ae, len(raw), len(identity))
+					}
+				}
+				if r.Header.Get("ETag") != wantTag {
+					t.Errorf("%s AE %q: ETag %q, want %q", target, c.ae, r.Header.Get("ETag"), wantTag)
+				}
+				if got := decode(t, c.want, raw); got != identity {
+					t.Errorf("%s AE %q: does not decode to the identity answer", target, c.ae)
+				}
+				// The weak tag revalidates, compressed or not.
+				for _, ae := range []string{c.ae, ""} {
+					nm := e.get(t, target, "Accept-Encoding", ae, "If-None-Match", r.Header.Get("ETag"))
+					if nm.StatusCode != http.StatusNotModified || body(t, nm) != "" || nm.Header.Get("Vary") != "Accept-Encoding" {
+						t.Errorf("%s AE %q If-None-Match %s: %d, Vary %q; want 304", target, ae, r.Header.Get("ETag"), nm.StatusCode, nm.Header.Get("Vary"))
+					}
+				}
+				req := httptest.NewRequest(http.MethodHead, target, nil)
+				req.Header.Set("Accept-Encoding", c.ae)
+				rec := httptest.NewRecorder()
+				e.h.ServeHTTP(rec, req)
+				for _, k := range []string{"Content-Encoding", "Etag", "Vary", "Content-Length"} {
+					if rec.Header().Get(k) != r.Header.Get(k) {
+						t.Errorf("HEAD %s AE %q: %s %q, GET has %q", target, c.ae, k, rec.Header().Get(k), r.Header.Get(k))
+					}
+				}
+			}
+		}
+	}
+	// Off (no Encoder): sent as they are, not varying.
+	off := newEnv(t, widget.Config{})
+	r := off.get(t, "/embed/posts?channels=tmefeed_news", "Accept-Encoding", "gzip")
+	if r.Header.Get("Content-Encoding") != "" || r.Header.Get("Vary") != "" {
+		t.Errorf("without an Encoder: Content-Encoding %q, Vary %q", r.Header.Get("Content-Encoding"), r.Header.Get("Vary"))
+	}
+}
+
+func decode(t *testing.T, coding string, b []byte) string {
+	t.Helper()
+	switch coding {
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	case "zstd":
+		zr, err := zstd.NewReader(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		out, err := zr.DecodeAll(b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	return string(b)
 }

@@ -310,6 +310,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),
 		PollInterval:   cfg.EmbedPoll,
 		Subscribe:      subscribe,
+		PublicURL:      cfg.PublicURL,
+		Encoder:        enc,
 		Logger:         log,
 	})
 	if err != nil {

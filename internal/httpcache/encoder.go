@@ -141,7 +141,7 @@ func (r *Rep) Size() int64 {
 func (r *Rep) Kept() bool { return r.gzip != nil }
 
 // Select returns what to send for a request accepting acceptEncoding (a
-// HEAD is passed as "", so it gets the identity headers): the bytes,
+// HEAD gets the headers a GET would): the bytes,
 // their coding and their ETag — weak for a compressed form, whose bytes
 // are not the identity form's. vary reports that the answer depends on
 // Accept-Encoding. A form not kept is compressed now.

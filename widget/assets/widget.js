@@ -147,6 +147,7 @@
   }
 
   function pollDelay() { return streaming ? Math.max(every * SAFETY, 60000) : every; }
+  function weak(t) { return t.replace(/^W\//, ''); }
   function schedule(ms) {
     clearTimeout(timer);
     timer = setTimeout(refresh, ms);
@@ -159,8 +160,10 @@
     fetch(src, { cache: 'no-cache', credentials: 'omit', headers: { 'Accept': 'text/html' } })
       .then(function (r) {
         if (!r.ok) throw new Error(String(r.status));
+        // Compared weakly: a compressed answer carries the weak form
+        // (W/"…") of the tag the page was given.
         var t = r.headers.get('ETag');
-        if (t && t === etag) return null;
+        if (t && etag && weak(t) === weak(etag)) return null;
         etag = t;
         return r.text();
       })
