@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/server"
 )
 
 // newServeStack is the stack `tmefeed serve` runs, logging at info level
@@ -76,6 +78,26 @@ func BenchmarkServeBodyHit(b *testing.B) {
 				if w.status != http.StatusOK || w.n != size {
 					b.Fatalf("status %d, %d bytes", w.status, w.n)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkRequestLine is the request line of a cached hit, formatted and
+// written (to io.Discard).
+func BenchmarkRequestLine(b *testing.B) {
+	for _, asJSON := range []bool{true, false} {
+		name := "text"
+		if asJSON {
+			name = "json"
+		}
+		b.Run(name, func(b *testing.B) {
+			l := newRequestLogger(io.Discard, asJSON)
+			line := server.RequestLine{Level: slog.LevelInfo, ID: "9f86d081-123456", Method: "GET", Route: "/v1/body/{channel}", Status: 200, Bytes: 31222, Duration: 41 * time.Microsecond, Cache: "hit"}
+			b.ReportAllocs()
+			for b.Loop() {
+				line.Time = time.Now()
+				l.Log(context.Background(), line)
 			}
 		})
 	}
