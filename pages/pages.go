@@ -339,6 +339,13 @@ func New(cfg Config) *Service {
 			},
 			// Freshness is checked on every read; expiry only frees memory.
 			ExpiryCalculator: otter.ExpiryWriting[hotKey, hotEntry](cfg.Refresh),
+			// The store's upkeep (replaying reads into its eviction
+			// policy, every few reads of a hot answer) runs on the read
+			// that calls for it: started on a goroutine of its own, the
+			// default, it cost the hits more than itself, by creating
+			// the goroutine and waking a thread for it. The store has
+			// no loads or deletion callbacks for an executor to run.
+			Executor: func(fn func()) { fn() },
 		})
 	}
 	return s
