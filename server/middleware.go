@@ -35,6 +35,8 @@ type reqInfo struct {
 	// setting them allocates nothing.
 	idValue   [1]string
 	hitValues [6]string
+	idBuf     [32]byte  // the bytes of a request id made here
+	start     time.Time // when logRequests began the request
 }
 
 // requestContext is the one context New's handler adds to a request: it

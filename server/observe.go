@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -71,15 +72,20 @@ func NoteOperation(ctx context.Context, name string) {
 
 // requestID returns the caller's X-Request-Id when it is short and plain,
 // else a fresh one.
-func (h *handler) requestID(r *http.Request) string {
+func (h *handler) requestID(r *http.Request, info *reqInfo) string {
 	if id := header(r.Header, "X-Request-Id"); id != "" && len(id) <= 64 && plain(id) {
 		return id
 	}
-	// Appended in one buffer: one allocation per request instead of two.
-	var buf [32]byte
-	b := append(buf[:0], h.idPrefix...)
+	// Made in the request record's buffer, which is written once and
+	// never reused (a record is not recycled): the string may point into
+	// it, and a hit allocates nothing for its id.
+	b := append(info.idBuf[:0], h.idPrefix...)
 	b = append(b, '-')
-	return string(strconv.AppendUint(b, h.idSeq.Add(1), 10))
+	b = strconv.AppendUint(b, h.idSeq.Add(1), 10)
+	if &b[0] != &info.idBuf[0] { // cannot happen: prefix and number fit
+		return string(b)
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func plain(s string) bool {
@@ -103,7 +109,8 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 			info = &reqInfo{}
 			r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
 		}
-		id := h.requestID(r)
+		info.start = start
+		id := h.requestID(r, info)
 		// The header's value slice is the record's, which lives as long
 		// as the request: no allocation for it. Capped, so that an Add
 		// elsewhere copies it.

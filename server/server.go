@@ -115,6 +115,7 @@ type handler struct {
 	maxBody       int64
 	concurrency   int
 	now           func() time.Time
+	realClock     bool // now is time.Now: Config.Now was not set
 	idPrefix      string
 	idSeq         atomic.Uint64
 	graphQL       bool // Config.GraphQL is mounted at graphQLPath
@@ -157,7 +158,7 @@ func New(cfg Config) http.Handler {
 		h.concurrency = DefaultPreviewsConcurrency
 	}
 	if h.now == nil {
-		h.now = time.Now
+		h.now, h.realClock = time.Now, true
 	}
 	h.swr = strconv.Itoa(int(h.refresh / time.Second))
 	if h.refresh > 0 {
@@ -437,7 +438,7 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqIn
 	} else {
 		v = new([6]string)
 	}
-	*v = [6]string{h.cacheControl(e.RefreshAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
+	*v = [6]string{h.cacheControlAt(h.requestTime(info), e.RefreshAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
 	hd := w.Header()
 	hd["Cache-Control"] = v[0:1:1]
 	hd["Etag"] = v[1:2:2]
@@ -470,10 +471,15 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqIn
 // ahead of time is fresh for somewhat longer, see cache.RefreshAhead),
 // then serve it stale for one more period while revalidating.
 func (h *handler) cacheControl(refreshAt time.Time, stale bool) string {
+	return h.cacheControlAt(h.now(), refreshAt, stale)
+}
+
+// cacheControlAt is cacheControl at the time now.
+func (h *handler) cacheControlAt(now, refreshAt time.Time, stale bool) string {
 	if h.refresh <= 0 {
 		return "no-store"
 	}
-	age := h.maxAge(refreshAt, stale)
+	age := maxAgeAt(now, refreshAt, stale, h.refresh)
 	if age < len(h.cacheControls) {
 		return h.cacheControls[age]
 	}
@@ -490,17 +496,32 @@ func (h *handler) formatCacheControl(age int) string {
 }
 
 func (h *handler) maxAge(refreshAt time.Time, stale bool) int {
+	return maxAgeAt(h.now(), refreshAt, stale, h.refresh)
+}
+
+func maxAgeAt(now, refreshAt time.Time, stale bool, refresh time.Duration) int {
 	if stale {
 		return 0
 	}
-	left := refreshAt.Sub(h.now())
+	left := refreshAt.Sub(now)
 	if left <= 0 {
 		return 0
 	}
-	if left > h.refresh {
-		left = h.refresh
+	if left > refresh {
+		left = refresh
 	}
 	return int(left / time.Second)
+}
+
+// requestTime is the time a cached answer's max-age counts from: with the
+// real clock, when the request began, which logRequests has read already
+// (microseconds before now, well within max-age's whole seconds), so that a
+// hit reads the clock once less; with a configured clock, its time.
+func (h *handler) requestTime(info *reqInfo) time.Time {
+	if h.realClock && info != nil && !info.start.IsZero() {
+		return info.start
+	}
+	return h.now()
 }
 
 // POST /v1/previews {"channels": [...]}: the previews of up to MaxPreviews
