@@ -94,7 +94,7 @@ type Service struct {
 	parses  singleflight.Group
 	held    atomic.Int64 // bytes of the distinct parses anyone holds
 	onParse func(parser.Kind)
-	hot     *otter.Cache[string, hotEntry] // nil when off
+	hot     *otter.Cache[hotKey, hotEntry] // nil when off
 	enc     *httpcache.Encoder
 	refresh time.Duration
 	now     func() time.Time
@@ -331,14 +331,21 @@ func New(cfg Config) *Service {
 		})
 	}
 	if hotBytes := cmp.Or(cfg.HotBytes, DefaultHotBytes); cfg.Refresh > 0 && hotBytes > 0 {
-		s.hot = otter.Must(&otter.Options[string, hotEntry]{
+		s.hot = otter.Must(&otter.Options[hotKey, hotEntry]{
 			MaximumWeight: uint64(hotBytes),
-			Weigher: func(key string, e hotEntry) uint32 {
+			Weigher: func(key hotKey, e hotEntry) uint32 {
 				// cap: a freshly rendered value may have spare capacity.
-				return uint32(min(memsize.String(len(key))+memsize.Alloc(cap(e.Value))+e.rep.Size()+hotOverhead, math.MaxUint32))
+				return uint32(min(memsize.String(len(key.channel))+memsize.String(len(key.name))+memsize.Alloc(cap(e.Value))+e.rep.Size()+hotOverhead, math.MaxUint32))
 			},
 			// Freshness is checked on every read; expiry only frees memory.
-			ExpiryCalculator: otter.ExpiryWriting[string, hotEntry](cfg.Refresh),
+			ExpiryCalculator: otter.ExpiryWriting[hotKey, hotEntry](cfg.Refresh),
+			// The store's upkeep (replaying reads into its eviction
+			// policy, every few reads of a hot answer) runs on the read
+			// that calls for it: started on a goroutine of its own, the
+			// default, it cost the hits more than itself, by creating
+			// the goroutine and waking a thread for it. The store has
+			// no loads or deletion callbacks for an executor to run.
+			Executor: func(fn func()) { fn() },
 		})
 	}
 	return s
@@ -398,14 +405,15 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request,
 	if r.Channel == "" {
 		return cache.Entry{}, nil, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
-	full := keys.Response(r.Channel, key)
 	s.noteNewest(r)
+	hk := hotKey{channel: r.Channel, name: key}
 	if s.hot != nil {
-		if h, ok := s.hot.GetIfPresent(full); ok && s.fresh(h.Entry) {
+		if h, ok := s.hot.GetIfPresent(hk); ok && s.fresh(h.Entry) {
 			NoteFreshUntil(ctx, h.RefreshAt, false)
 			return h.Entry, h.rep, nil
 		}
 	}
+	full := keys.Response(r.Channel, key)
 	// Revalidate: a copy past its refresh point waits for its re-render,
 	// which the loader declines (cache.ErrNotYet) unless the page is fresh,
 	// so that nobody waits on the origin here.
@@ -438,7 +446,7 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request,
 	NoteFreshUntil(ctx, e.RefreshAt, e.Stale)
 	if s.hot != nil && !e.Stale && s.fresh(e) {
 		rep = s.enc.NewRep(e.Value, true)
-		s.hot.Set(full, hotEntry{Entry: e, rep: rep})
+		s.hot.Set(hk, hotEntry{Entry: e, rep: rep})
 	}
 	return e, rep, nil
 }
@@ -451,6 +459,11 @@ type RenderObserver interface{ Rendered() }
 
 // RenderObserverKey is the context key of a RenderObserver.
 type RenderObserverKey struct{}
+
+// hotKey is the hot store's key of a rendered response: its channel and
+// name, as keys.Response joins them for the cache. Kept apart, so that a
+// hit, which reads only the hot store, builds no key string.
+type hotKey struct{ channel, name string }
 
 // hotEntry is a rendered response in the hot store with its representation.
 type hotEntry struct {

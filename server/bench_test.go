@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 )
 
 // discardWriter is a ResponseWriter that keeps nothing but the status, so
@@ -22,13 +21,13 @@ func (w *discardWriter) Write(b []byte) (int, error) { w.n += len(b); return len
 // BenchmarkBodyHit is a cached GET /v1/body/{channel} through the router:
 // the answer is the stored rendered bytes, with no parsing or encoding.
 func BenchmarkBodyHit(b *testing.B) {
-	benchmarkBodyHit(b, envOptions{refresh: time.Hour})
+	benchmarkBodyHit(b, envOptions{refresh: hitRefresh})
 }
 
 // BenchmarkBodyHitCompressed is the same hit with the in-process copy of
 // hot responses turned off: the bytes come out of the zstd-compressed cache.
 func BenchmarkBodyHitCompressed(b *testing.B) {
-	benchmarkBodyHit(b, envOptions{refresh: time.Hour, hotBytes: -1})
+	benchmarkBodyHit(b, envOptions{refresh: hitRefresh, hotBytes: -1})
 }
 
 func benchmarkBodyHit(b *testing.B, opts envOptions) {

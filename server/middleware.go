@@ -30,6 +30,13 @@ type reqInfo struct {
 	hasOp     bool   // a GraphQL operation passed the limits
 	cache     metrics.CacheOutcome
 	rendered  atomic.Bool // the answer was rendered for this request; set by a load that may outlive it
+	// The backing arrays of header values set on every answer (the
+	// request id; a cached answer's fields), part of the record so that
+	// setting them allocates nothing.
+	idValue   [1]string
+	hitValues [6]string
+	idBuf     [32]byte  // the bytes of a request id made here
+	start     time.Time // when logRequests began the request
 }
 
 // requestContext is the one context New's handler adds to a request: it

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -71,15 +72,20 @@ func NoteOperation(ctx context.Context, name string) {
 
 // requestID returns the caller's X-Request-Id when it is short and plain,
 // else a fresh one.
-func (h *handler) requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && plain(id) {
+func (h *handler) requestID(r *http.Request, info *reqInfo) string {
+	if id := header(r.Header, "X-Request-Id"); id != "" && len(id) <= 64 && plain(id) {
 		return id
 	}
-	// Appended in one buffer: one allocation per request instead of two.
-	var buf [32]byte
-	b := append(buf[:0], h.idPrefix...)
+	// Made in the request record's buffer, which is written once and
+	// never reused (a record is not recycled): the string may point into
+	// it, and a hit allocates nothing for its id.
+	b := append(info.idBuf[:0], h.idPrefix...)
 	b = append(b, '-')
-	return string(strconv.AppendUint(b, h.idSeq.Add(1), 10))
+	b = strconv.AppendUint(b, h.idSeq.Add(1), 10)
+	if &b[0] != &info.idBuf[0] { // cannot happen: prefix and number fit
+		return string(b)
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func plain(s string) bool {
@@ -98,13 +104,18 @@ func plain(s string) bool {
 func (h *handler) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := h.requestID(r)
-		w.Header()["X-Request-Id"] = []string{id} // canonical already
 		info, ok := r.Context().Value(reqInfoKey{}).(*reqInfo)
 		if !ok { // not served through withRequestContext
 			info = &reqInfo{}
 			r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
 		}
+		info.start = start
+		id := h.requestID(r, info)
+		// The header's value slice is the record's, which lives as long
+		// as the request: no allocation for it. Capped, so that an Add
+		// elsewhere copies it.
+		info.idValue[0] = id
+		w.Header()["X-Request-Id"] = info.idValue[:1:1] // canonical already
 		if h.metrics != nil {
 			h.metrics.Begin()
 			// Deferred: a handler aborting with http.ErrAbortHandler
@@ -114,8 +125,10 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		next.ServeHTTP(ww, r)
 
-		end := time.Now()
-		dur := end.Sub(start)
+		// The monotonic clock alone: the end's wall time is the start's
+		// plus the duration, which saves reading the wall clock again.
+		dur := time.Since(start)
+		end := start.Add(dur)
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK
@@ -185,7 +198,18 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 // isStream reports whether an answer was a stream that lasts as long as
 // its client stays: a WebSocket (101) or an event stream.
 func isStream(status int, h http.Header) bool {
-	return status == http.StatusSwitchingProtocols || strings.HasPrefix(h.Get("Content-Type"), "text/event-stream")
+	return status == http.StatusSwitchingProtocols || strings.HasPrefix(header(h, "Content-Type"), "text/event-stream")
+}
+
+// header is h.Get(key) for a key already in canonical form, as every
+// constant name here is: the lookup skips Get's canonicalization, which
+// the hit path would pay several times a request. Equivalent to Get,
+// which canonicalizes only its argument.
+func header(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // Rendered is called by the page service's load of a rendered answer: the

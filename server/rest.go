@@ -60,7 +60,17 @@ func MoreView(p *parser.Page) *MoreResponse {
 // names the JSON shape, so that an answer rendered in an earlier shape (by
 // an older instance sharing Valkey during a deploy, say) is never served as
 // this one; change it whenever the shape changes.
-func renderKey(key string) string { return "shape2:" + key }
+func renderKey(key string) string {
+	// The keys of the newest page and of a preview, the most read, are
+	// constants: no string is built on their hits.
+	switch key {
+	case "body:0":
+		return "shape2:body:0"
+	case "preview":
+		return "shape2:preview"
+	}
+	return "shape2:" + key
+}
 
 // EncodeJSON encodes v as the API does: HTML left unescaped (the "html"
 // fields stay readable), a newline at the end, indented when indent is set.

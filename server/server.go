@@ -104,25 +104,28 @@ type Config struct {
 
 // handler holds the configuration the routes share.
 type handler struct {
-	pages       PageService
-	feeds       FeedService
-	mediaLinks  MediaService
-	refresh     time.Duration
-	swr         string
-	log         *slog.Logger
-	maxBody     int64
-	concurrency int
-	now         func() time.Time
-	idPrefix    string
-	idSeq       atomic.Uint64
-	graphQL     bool // Config.GraphQL is mounted at graphQLPath
-	publicURL   string
-	docDates    *docDates // Last-Modified of the feed-reader documents
-	enc         *httpcache.Encoder
-	metrics     *metrics.HTTP
-	requestLog  func(context.Context, RequestLine)
-	ready       []ReadyCheck
-	trusted     []netip.Prefix
+	pages      PageService
+	feeds      FeedService
+	mediaLinks MediaService
+	refresh    time.Duration
+	swr        string
+	// cacheControls[n] is the Cache-Control value of max-age n.
+	cacheControls []string
+	log           *slog.Logger
+	maxBody       int64
+	concurrency   int
+	now           func() time.Time
+	realClock     bool // now is time.Now: Config.Now was not set
+	idPrefix      string
+	idSeq         atomic.Uint64
+	graphQL       bool // Config.GraphQL is mounted at graphQLPath
+	publicURL     string
+	docDates      *docDates // Last-Modified of the feed-reader documents
+	enc           *httpcache.Encoder
+	metrics       *metrics.HTTP
+	requestLog    func(context.Context, RequestLine)
+	ready         []ReadyCheck
+	trusted       []netip.Prefix
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -157,9 +160,15 @@ func New(cfg Config) http.Handler {
 		h.concurrency = DefaultPreviewsConcurrency
 	}
 	if h.now == nil {
-		h.now = time.Now
+		h.now, h.realClock = time.Now, true
 	}
 	h.swr = strconv.Itoa(int(h.refresh / time.Second))
+	if h.refresh > 0 {
+		h.cacheControls = make([]string, min(int(h.refresh/time.Second), maxCachedAges)+1)
+		for age := range h.cacheControls {
+			h.cacheControls[age] = h.formatCacheControl(age)
+		}
+	}
 	var p [4]byte
 	_, _ = rand.Read(p[:])
 	h.idPrefix = hex.EncodeToString(p[:])
@@ -404,26 +413,33 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req 
 		return
 	}
 	info.noteEntry(e.Stale)
-	h.writeEntry(w, r, e, rep)
+	h.writeEntry(w, r, info, e, rep)
 }
 
 // writeEntry writes a cached answer in the coding Accept-Encoding picks,
 // or 304 when If-None-Match holds its ETag. rep, when the hot store kept
 // one, has the ETag and compressed forms ready; otherwise they are made
 // now.
-func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Entry, rep *httpcache.Rep) {
+func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqInfo, e cache.Entry, rep *httpcache.Rep) {
 	if rep == nil {
 		rep = h.enc.NewRep(e.Value, false)
 	}
 	// A HEAD is answered with the headers a GET with the same
 	// Accept-Encoding gets (RFC 9110 §9.3.2): coding, weak ETag and Vary.
-	body, coding, etag, vary := h.enc.Select(rep, r.Header.Get("Accept-Encoding"))
+	body, coding, etag, vary := h.enc.Select(rep, header(r.Header, "Accept-Encoding"))
 	// This is every cache hit: the keys are canonical already, so they are
 	// assigned rather than passed through Header.Set's canonicalization.
-	// The values share one array, each slice capped at its one element so
-	// that an Add elsewhere copies rather than overwrites the next.
+	// The values share one array, the request record's when there is one,
+	// each slice capped at its one element so that an Add elsewhere copies
+	// rather than overwrites the next.
+	var v *[6]string
+	if info != nil {
+		v = &info.hitValues
+	} else {
+		v = new([6]string)
+	}
+	*v = [6]string{h.cacheControlAt(h.requestTime(info), e.RefreshAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
 	hd := w.Header()
-	v := &[6]string{h.cacheControl(e.RefreshAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
 	hd["Cache-Control"] = v[0:1:1]
 	hd["Etag"] = v[1:2:2]
 	if vary {
@@ -433,11 +449,13 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Ent
 			hd["Vary"] = v[2:3:3]
 		}
 	}
-	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), etag) {
+	if httpcache.NoneMatch(header(r.Header, "If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	v[4] = strconv.Itoa(len(body))
+	if v[4] = rep.ContentLength(coding); v[4] == "" {
+		v[4] = strconv.Itoa(len(body))
+	}
 	hd["Content-Type"] = v[3:4:4]
 	hd["Content-Length"] = v[4:5:5]
 	if coding != httpcache.Identity {
@@ -455,30 +473,57 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, e cache.Ent
 // ahead of time is fresh for somewhat longer, see cache.RefreshAhead),
 // then serve it stale for one more period while revalidating.
 func (h *handler) cacheControl(refreshAt time.Time, stale bool) string {
+	return h.cacheControlAt(h.now(), refreshAt, stale)
+}
+
+// cacheControlAt is cacheControl at the time now.
+func (h *handler) cacheControlAt(now, refreshAt time.Time, stale bool) string {
 	if h.refresh <= 0 {
 		return "no-store"
 	}
-	// Appended in one buffer: one allocation per hit instead of three.
-	var buf [80]byte
-	b := append(buf[:0], "public, max-age="...)
-	b = strconv.AppendInt(b, int64(h.maxAge(refreshAt, stale)), 10)
-	b = append(b, ", stale-while-revalidate="...)
-	b = append(b, h.swr...)
-	return string(b)
+	age := maxAgeAt(now, refreshAt, stale, h.refresh)
+	if age < len(h.cacheControls) {
+		return h.cacheControls[age]
+	}
+	return h.formatCacheControl(age)
+}
+
+// maxCachedAges bounds the Cache-Control values made ahead: one per
+// max-age up to the refresh window (CACHE_MODE's are 10 s and 120 s), so
+// that a hit formats none.
+const maxCachedAges = 600
+
+func (h *handler) formatCacheControl(age int) string {
+	return "public, max-age=" + strconv.Itoa(age) + ", stale-while-revalidate=" + h.swr
 }
 
 func (h *handler) maxAge(refreshAt time.Time, stale bool) int {
+	return maxAgeAt(h.now(), refreshAt, stale, h.refresh)
+}
+
+func maxAgeAt(now, refreshAt time.Time, stale bool, refresh time.Duration) int {
 	if stale {
 		return 0
 	}
-	left := refreshAt.Sub(h.now())
+	left := refreshAt.Sub(now)
 	if left <= 0 {
 		return 0
 	}
-	if left > h.refresh {
-		left = h.refresh
+	if left > refresh {
+		left = refresh
 	}
 	return int(left / time.Second)
+}
+
+// requestTime is the time a cached answer's max-age counts from: with the
+// real clock, when the request began, which logRequests has read already
+// (microseconds before now, well within max-age's whole seconds), so that a
+// hit reads the clock once less; with a configured clock, its time.
+func (h *handler) requestTime(info *reqInfo) time.Time {
+	if h.realClock && info != nil && !info.start.IsZero() {
+		return info.start
+	}
+	return h.now()
 }
 
 // POST /v1/previews {"channels": [...]}: the previews of up to MaxPreviews

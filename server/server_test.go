@@ -684,3 +684,18 @@ func TestPanicBecomesJSON500(t *testing.T) {
 	e := newEnv(t, envOptions{refresh: 10 * time.Second, pages: panicking{}})
 	wantError(t, e.get("/v1/body/"+demoChannel), http.StatusInternalServerError, server.CodeInternal)
 }
+
+// A request without a usable X-Request-Id gets an id of its own, distinct
+// from every other request's, and echoed in the answer.
+func TestGeneratedRequestIDs(t *testing.T) {
+	e := newNormalEnv(t)
+	seen := map[string]bool{}
+	valid := regexp.MustCompile(`^[0-9a-f]{8}-[0-9]+$`)
+	for range 50 {
+		id := e.get("/v1/body/" + demoChannel).Header().Get("X-Request-Id")
+		if !valid.MatchString(id) || seen[id] {
+			t.Fatalf("request id %q: not a fresh generated id (seen %v)", id, seen[id])
+		}
+		seen[id] = true
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -18,9 +19,20 @@ import (
 // request logs a line, and the generic handler's formatting was the
 // largest cost of a cached answer after the network.
 type requestLogger struct {
-	out  io.Writer // one Write per line
-	json bool
-	bufs sync.Pool
+	out   io.Writer // one Write per line
+	json  bool
+	bufs  sync.Pool
+	stamp atomic.Pointer[timeStamp] // the second lines were last logged in
+}
+
+// timeStamp is a line's time formatted up to its second, and its zone:
+// what lines of the same second share, formatted once per second rather
+// than on every line.
+type timeStamp struct {
+	sec  int64          // Unix seconds
+	loc  *time.Location // of the time formatted
+	date []byte         // "2006-01-02T15:04:05"
+	zone []byte         // "Z" or "+07:00"
 }
 
 func newRequestLogger(out io.Writer, json bool) *requestLogger {
@@ -39,13 +51,13 @@ func (l *requestLogger) Log(_ context.Context, line server.RequestLine) {
 func (l *requestLogger) appendLine(b []byte, line *server.RequestLine) []byte {
 	if l.json {
 		b = append(b, `{"time":"`...)
-		b = line.Time.AppendFormat(b, time.RFC3339Nano)
+		b = l.appendTime(b, line.Time)
 		b = append(b, `","level":"`...)
 		b = append(b, line.Level.String()...)
 		b = append(b, `","msg":"request"`...)
 	} else {
 		b = append(b, "time="...)
-		b = appendRFC3339Millis(b, line.Time)
+		b = l.appendTime(b, line.Time)
 		b = append(b, " level="...)
 		b = append(b, line.Level.String()...)
 		b = append(b, " msg=request"...)
@@ -95,15 +107,35 @@ func (l *requestLogger) str(b []byte, k, v string) []byte {
 	return append(b, v...)
 }
 
-// appendRFC3339Millis is the text handler's time format.
-func appendRFC3339Millis(b []byte, t time.Time) []byte {
-	const prefixLen = len("2006-01-02T15:04:05.000")
-	n := len(b)
-	// RFC3339Nano trims trailing zeros: add 1/10 ms to keep four digits,
-	// then drop the fourth.
-	t = t.Truncate(time.Millisecond).Add(time.Millisecond / 10)
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b[:n+prefixLen], b[n+prefixLen+1:]...)
+// appendTime appends t as slog's handlers write it: RFC 3339 with the
+// nanoseconds, trailing zeros trimmed, in JSON; with exactly three digits
+// of milliseconds in text. The date, clock and zone come from the stamp of
+// t's second, made when a line is the first of its second.
+func (l *requestLogger) appendTime(b []byte, t time.Time) []byte {
+	st := l.stamp.Load()
+	if st == nil || st.sec != t.Unix() || st.loc != t.Location() {
+		st = &timeStamp{sec: t.Unix(), loc: t.Location(), date: t.AppendFormat(nil, "2006-01-02T15:04:05"), zone: t.AppendFormat(nil, "Z07:00")}
+		l.stamp.Store(st)
+	}
+	b = append(b, st.date...)
+	ns := t.Nanosecond()
+	if !l.json {
+		ms := ns / 1e6
+		b = append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	} else if ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := len(frac)
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, st.zone...)
 }
 
 const hexDigits = "0123456789abcdef"

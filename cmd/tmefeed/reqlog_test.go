@@ -151,3 +151,42 @@ func TestRequestLogKeepsSearchTextOut(t *testing.T) {
 		}
 	}
 }
+
+// One logger formats the dates of a second once and reuses them: lines in
+// the same second, the next second, another zone, with and without
+// fractions, all read as slog's own handlers write them.
+func TestRequestLoggerTimesMatchSlog(t *testing.T) {
+	base := time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC)
+	times := []time.Time{
+		base,
+		base.Add(120 * time.Nanosecond),
+		base.Add(999_999_999 * time.Nanosecond),
+		base.Add(500 * time.Millisecond),
+		base.Add(time.Second), // the next year
+		base.Add(time.Second + 7*time.Millisecond).In(time.FixedZone("", -(9*3600 + 30*60))),
+		base.Add(time.Second + 8*time.Millisecond), // back to UTC within the same second
+		base.Add(2*time.Second + 10*time.Microsecond).In(time.Local),
+	}
+	for _, asJSON := range []bool{true, false} {
+		var got bytes.Buffer
+		l := newRequestLogger(&got, asJSON)
+		for _, at := range times {
+			line := server.RequestLine{Time: at, Level: slog.LevelInfo, ID: "a-1", Method: "GET", Route: "/v1/body/{channel}", Status: 200, Cache: "hit"}
+			var want bytes.Buffer
+			var h slog.Handler = slog.NewTextHandler(&want, nil)
+			if asJSON {
+				h = slog.NewJSONHandler(&want, nil)
+			}
+			rec := slog.NewRecord(line.Time, line.Level, "request", 0)
+			rec.AddAttrs(line.Attrs()...)
+			if err := h.Handle(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+			got.Reset()
+			l.Log(context.Background(), line)
+			if got.String() != want.String() {
+				t.Errorf("json=%v, %v:\n got %s\nwant %s", asJSON, at, got.String(), want.String())
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package httpcache
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -115,6 +116,8 @@ type Rep struct {
 	weak string // ETag as the compressed forms' weak tag
 	gzip []byte // nil when not kept
 	zstd []byte
+	// The Content-Length of each form, in decimal: "" when not kept.
+	bodyLen, gzipLen, zstdLen string
 }
 
 // NewRep returns body's representation. With forms set (and a non-nil
@@ -123,18 +126,38 @@ type Rep struct {
 func (e *Encoder) NewRep(body []byte, forms bool) *Rep {
 	tag := ETag(body)
 	r := &Rep{Body: body, ETag: tag, weak: Weak(tag)}
-	if forms && e.Compressible(len(body)) {
-		r.gzip = e.Compress(Gzip, body)
-		r.zstd = e.Compress(Zstd, body)
+	if forms {
+		r.bodyLen = strconv.Itoa(len(body))
+		if e.Compressible(len(body)) {
+			r.gzip = e.Compress(Gzip, body)
+			r.zstd = e.Compress(Zstd, body)
+			r.gzipLen, r.zstdLen = strconv.Itoa(len(r.gzip)), strconv.Itoa(len(r.zstd))
+		}
 	}
 	return r
+}
+
+// ContentLength is the length in decimal of the form in coding c that
+// Select returns, when r keeps it (it was made with its forms), so that
+// a hit formats no number; "" when not kept.
+func (r *Rep) ContentLength(c Coding) string {
+	switch c {
+	case Identity:
+		return r.bodyLen
+	case Gzip:
+		return r.gzipLen
+	case Zstd:
+		return r.zstdLen
+	}
+	return ""
 }
 
 // Size is the heap a Rep holds beyond its Body (which the entry it is
 // made from already holds): the struct, its tag and compressed forms.
 func (r *Rep) Size() int64 {
 	return memsize.Alloc(int(unsafe.Sizeof(*r))) + memsize.String(len(r.ETag)) + memsize.String(len(r.weak)) +
-		memsize.Alloc(cap(r.gzip)) + memsize.Alloc(cap(r.zstd))
+		memsize.Alloc(cap(r.gzip)) + memsize.Alloc(cap(r.zstd)) +
+		memsize.String(len(r.bodyLen)) + memsize.String(len(r.gzipLen)) + memsize.String(len(r.zstdLen))
 }
 
 // Kept reports whether the compressed forms are held.

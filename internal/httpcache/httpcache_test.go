@@ -148,11 +148,13 @@ func TestSelectKeptAndMadeForms(t *testing.T) {
 			if !bytes.Equal(decode(t, c.String(), b), body) {
 				t.Errorf("kept %v, %v: does not decode to the body", kept, c)
 			}
+			checkContentLength(t, rep, c, b, kept)
 		}
 		b, got, tag, vary := e.Select(rep, "")
 		if got != httpcache.Identity || tag != rep.ETag || !vary || !bytes.Equal(b, body) {
 			t.Errorf("identity: %v %s %v", got, tag, vary)
 		}
+		checkContentLength(t, rep, got, b, kept)
 	}
 	small := e.NewRep([]byte(`{"small":true}`), true)
 	if b, got, _, vary := e.Select(small, "gzip"); got != httpcache.Identity || vary || string(b) != `{"small":true}` || small.Kept() {
@@ -161,6 +163,19 @@ func TestSelectKeptAndMadeForms(t *testing.T) {
 	var off *httpcache.Encoder
 	if _, got, _, vary := off.Select(off.NewRep(body, true), "zstd"); got != httpcache.Identity || vary {
 		t.Errorf("no encoder: %v, vary %v", got, vary)
+	}
+}
+
+// checkContentLength: a kept form's Content-Length is the length of the
+// bytes Select gave; a form not kept has none ready.
+func checkContentLength(t *testing.T, rep *httpcache.Rep, c httpcache.Coding, b []byte, kept bool) {
+	t.Helper()
+	want := ""
+	if kept {
+		want = strconv.Itoa(len(b))
+	}
+	if got := rep.ContentLength(c); got != want {
+		t.Errorf("kept %v, %v: ContentLength %q, want %q", kept, c, got, want)
 	}
 }
 
