@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf16"
@@ -991,4 +992,40 @@ func distinctNames(n int) string {
 		fmt.Fprintf(&b, `"name_%04d",`, i)
 	}
 	return b.String()
+}
+
+// Identical new documents arriving together wait for the first of them to
+// be parsed and validated instead of queueing at the gate for the same
+// work: with one turn for expensive work, 100 concurrent copies of a new
+// query are all answered, and the document is parsed once.
+func TestIdenticalNewDocumentsShareOneParse(t *testing.T) {
+	var parses atomic.Int64
+	// Parsing made slow, as a large document's is, so that the copies
+	// arrive while the first is still being parsed.
+	e := newEnv(t, envOptions{maxExpensive: 1, onParse: func(string) {
+		parses.Add(1)
+		time.Sleep(50 * time.Millisecond)
+	}})
+	const q = `query Burst { channel(username: "tmefeed_news") { title } }`
+	e.query(t, `{ channel(username: "tmefeed_news") { username } }`, nil) // the page cached; another document
+	parses.Store(0)
+	var wg sync.WaitGroup
+	var refused atomic.Int64
+	start := make(chan struct{})
+	for range 100 {
+		wg.Go(func() {
+			<-start
+			if r := e.query(t, q, nil); len(r.Errors) > 0 {
+				refused.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := refused.Load(); n != 0 {
+		t.Errorf("%d of 100 identical queries refused", n)
+	}
+	if n := parses.Load(); n != 1 {
+		t.Errorf("the document was parsed %d times, want once", n)
+	}
 }

@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -47,6 +49,47 @@ type limits struct {
 	// measure and goes on to gqlgen's parser and validator (tests count
 	// them).
 	parsed func(query string)
+
+	pendingMu sync.Mutex
+	pending   map[string]chan struct{} // new documents being parsed, closed when their request is done with the gate
+}
+
+// awaitSame waits, at most expensiveWait, when another request is parsing
+// and validating the same document, and reports whether it waited. When
+// none is, the request becomes the one others wait for, until it is done
+// with the gate. Outside a request (no turn) nothing is shared.
+func (l *limits) awaitSame(ctx context.Context, query string) bool {
+	t, ok := ctx.Value(turnKey{}).(*turn)
+	if !ok {
+		return false
+	}
+	l.pendingMu.Lock()
+	done, busy := l.pending[query]
+	if !busy {
+		if l.pending == nil {
+			l.pending = map[string]chan struct{}{}
+		}
+		done = make(chan struct{})
+		l.pending[query] = done
+		t.onDrop = append(t.onDrop, func() {
+			l.pendingMu.Lock()
+			delete(l.pending, query)
+			l.pendingMu.Unlock()
+			close(done)
+		})
+	}
+	l.pendingMu.Unlock()
+	if !busy {
+		return false
+	}
+	timer := time.NewTimer(expensiveWait)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return true
 }
 
 var _ interface {
@@ -63,6 +106,14 @@ func (l *limits) MutateOperationParameters(ctx context.Context, params *graphql.
 	}
 	if _, ok := l.validated.Get(ctx, params.Query); ok {
 		return nil
+	}
+	// Identical new documents arriving together (a dashboard's clients
+	// after a deploy) wait for the first of them to be parsed and
+	// validated rather than each queueing at the gate for the same work.
+	if l.awaitSame(ctx, params.Query) {
+		if _, ok := l.validated.Get(ctx, params.Query); ok {
+			return nil
+		}
 	}
 	// Parsing, measuring and validating a new document take a turn at the
 	// gate: a flood of new documents, refused or not, then keeps to its

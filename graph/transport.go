@@ -266,6 +266,9 @@ type turnKey struct{}
 type turn struct {
 	gate    *gate
 	release func() // nil when not held
+	// onDrop runs when the request is done with the gate: its document
+	// has been parsed and validated, or refused.
+	onDrop []func()
 }
 
 func (t *turn) take(ctx context.Context) bool {
@@ -280,6 +283,10 @@ func (t *turn) drop() {
 		t.release()
 		t.release = nil
 	}
+	for _, f := range t.onDrop {
+		f()
+	}
+	t.onDrop = nil
 }
 
 // takeTurn takes the turn of the request ctx belongs to; outside a
