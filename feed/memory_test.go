@@ -91,10 +91,13 @@ func (s *stack) accounted() (total float64, parts string) {
 // parsed-page cache has mostly dropped, and checks that the accounted
 // bytes — each parse once, whoever holds it — match the heap's growth.
 func TestBuildAccounting(t *testing.T) {
-	feeds, width := 30, 20
 	if raceEnabled {
-		feeds, width = 10, 10
+		// The race detector's own allocations and a loaded machine move
+		// the heap by more than the margin; make test measures the
+		// real build in its second, non-race pass.
+		t.Skip("heap measurements are for the real build (make test's non-race pass)")
 	}
+	feeds, width := 30, 20
 	s := newStack(t, 1<<20, 1<<30, 1<<30)
 	s.feedOf(t, 100_000, 4) // codec state and the like, not the stores'
 	s.pages.CleanUp()
