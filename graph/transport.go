@@ -388,12 +388,20 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 	return decodeBody(ctx, body, params)
 }
 
+// tooLargeDrain bounds what is read of a body past its limit.
+const tooLargeDrain = 256 << 10
+
 // readBody reads a POST body of at most maxBody bytes, returning the HTTP
 // status to answer with when it cannot.
 func readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, int, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
+			// Take in (a bounded amount of) what the client is still
+			// sending, so that it reads the 413 instead of meeting a
+			// connection reset while it writes.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(time.Second))
+			_, _ = io.CopyN(io.Discard, r.Body, tooLargeDrain)
 			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", maxBody)
 		}
 		return nil, http.StatusBadRequest, fmt.Errorf("could not read request body: %w", err)
