@@ -268,6 +268,14 @@ func TestGraphiQLRunsATypedQuery(t *testing.T) {
 // returns its base URL.
 func startDemoServer(t *testing.T, ctx context.Context) string {
 	t.Helper()
+	return startServer(t, ctx, "--demo")
+}
+
+// startServer runs `tmefeed serve` with args on a free loopback port (the
+// binary in TMEFEED_BIN, else one built now), stops it when the test ends,
+// and returns its base URL once /healthz answers.
+func startServer(t *testing.T, ctx context.Context, args ...string) string {
+	t.Helper()
 	bin := os.Getenv("TMEFEED_BIN")
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "tmefeed")
@@ -277,7 +285,7 @@ func startDemoServer(t *testing.T, ctx context.Context) string {
 		}
 	}
 	port := freePort(t)
-	cmd := exec.Command(bin, "serve", "--demo", "--port", fmt.Sprint(port), "--log-level", "warn")
+	cmd := exec.Command(bin, append([]string{"serve", "--port", fmt.Sprint(port), "--log-level", "warn"}, args...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -304,7 +312,7 @@ func startDemoServer(t *testing.T, ctx context.Context) string {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the demo server did not come up: %v", err)
+			t.Fatalf("tmefeed did not come up: %v", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -45,45 +44,7 @@ func widgetServer(t *testing.T, ctx context.Context, settings []string) (*fixtur
 	o := fixtures.NewOrigin(fixtures.OriginOptions{})
 	ts := httptest.NewServer(o)
 	t.Cleanup(ts.Close)
-	bin := os.Getenv("TMEFEED_BIN")
-	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "tmefeed")
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../cmd/tmefeed").CombinedOutput(); err != nil {
-			t.Fatalf("go build: %v\n%s", err, out)
-		}
-	}
-	port := freePort(t)
-	args := append([]string{"serve", "--port", fmt.Sprint(port), "--origin", ts.URL, "--log-level", "warn"}, settings...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	client := &http.Client{Timeout: time.Second}
-	for {
-		if resp, err := client.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return o, base
-			}
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("tmefeed did not come up")
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return o, startServer(t, ctx, append([]string{"--origin", ts.URL}, settings...)...)
 }
 
 // requestLog records every request the browser makes. Requests to the
