@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -568,5 +569,57 @@ func TestRefusedReadBodyKeepsConnection(t *testing.T) {
 	}
 	if !bytes.Contains(a.body, []byte(server.CodeBadRequest)) {
 		t.Errorf("body %s", a.body)
+	}
+}
+
+// A client that sends a body over the limit in full, then reads, gets the
+// 413 and a connection closed in order: the server takes in what it
+// refused instead of resetting the connection under the client's feet.
+func TestRefusedLargeBodyIsAnsweredNotReset(t *testing.T) {
+	e := newNormalEnv(t)
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	for _, path := range []string{"/v1/previews", "/graphql"} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.SetDeadline(time.Now().Add(rawGuard)); err != nil {
+			t.Fatal(err)
+		}
+		body := bytes.Repeat([]byte("a"), int(server.DefaultMaxRequestBytes)+100<<10)
+		head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", path, len(body))
+		if _, err := io.WriteString(conn, head); err != nil {
+			t.Fatal(err)
+		}
+		// The body goes out in pieces, as over a real network, after the
+		// server has answered.
+		time.Sleep(50 * time.Millisecond)
+		for chunk := range slices.Chunk(body, 16<<10) {
+			if _, err := conn.Write(chunk); err != nil {
+				t.Fatalf("%s: sending the body: %v", path, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		// Past the time net/http waits before closing a connection whose
+		// body it did not take in.
+		time.Sleep(700 * time.Millisecond)
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodPost})
+		if err != nil {
+			t.Fatalf("%s: no answer after sending the body: %v", path, err)
+		}
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatalf("%s: reading the answer: %v", path, err)
+		}
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: status %d, want 413", path, resp.StatusCode)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("%s: after the answer: %v, want the connection closed in order (EOF)", path, err)
+		}
+		conn.Close()
 	}
 }

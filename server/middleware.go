@@ -142,14 +142,24 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// unreadBodyGrace is how long a connection answered before its body was
+// read goes on taking that body in: long enough for a client still sending
+// a refused body (up to net/http's 256 KiB) to finish and read the answer
+// instead of meeting a reset, short enough that a client which declares a
+// body and never sends it holds the connection for at most this long.
+const unreadBodyGrace = time.Second
+
 // closeIfBodyUnread ends the connection after an error answer when the
 // request's body was not read to its end. Otherwise net/http reads up to
-// 256 KiB of the body to reuse the connection, first before sending the
-// answer, then again when closing the body: a client that declares a body
-// and never sends it would hold the answer, then the connection, until the
-// read timeout. Connection: close skips the first; a read deadline now
-// ends the second. (MaxBytesReader would ask for the close itself, but
-// cannot through the logging middleware's wrapped ResponseWriter.)
+// 256 KiB of the body before sending the answer, to reuse the connection:
+// a client that declares a body and never sends it would hold the answer
+// until the read timeout. Connection: close skips that read, so the answer
+// goes out at once; net/http still takes in what follows when the request
+// ends (closing the socket on unread bytes would reset the connection, and
+// the client, still writing, would see the reset and not the answer), and
+// the read deadline bounds that. (MaxBytesReader would ask for the close
+// itself, but cannot through the logging middleware's wrapped
+// ResponseWriter.)
 func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return
@@ -159,7 +169,7 @@ func closeIfBodyUnread(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Connection", "close")
 	// Fails only on writers that cannot set deadlines, such as test recorders.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(unreadBodyGrace))
 }
 
 // maxURIBytes bounds REST request targets: the longest valid one is under
