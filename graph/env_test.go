@@ -59,7 +59,9 @@ type envOptions struct {
 	// live builds the hub subscriptions read; nil serves none.
 	live func(t testing.TB, ps *pages.Service, refresh time.Duration) graph.LiveHub
 	// refresh is the cache's refresh point; zero means an hour.
-	refresh     time.Duration
+	refresh time.Duration
+	// negativeTTL turns on negative caching, as NEGATIVE_CACHE_TTL does.
+	negativeTTL time.Duration
 	subsPerConn int
 	maxSubs     int
 	initTimeout time.Duration
@@ -81,7 +83,11 @@ func newEnv(t testing.TB, o envOptions) *env {
 	}
 	store := o.shared
 	if store == nil {
-		mem, err := cache.NewMemory(cache.MemoryConfig{Refresh: cmp.Or(o.refresh, time.Hour), MaxBytes: 256 << 20, Now: o.now})
+		mc := cache.MemoryConfig{Refresh: cmp.Or(o.refresh, time.Hour), MaxBytes: 256 << 20, Now: o.now}
+		if o.negativeTTL > 0 {
+			mc.Failures, mc.NegativeTTL = origin.Failures{}, o.negativeTTL
+		}
+		mem, err := cache.NewMemory(mc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -90,9 +90,10 @@ type HandlerConfig struct {
 	MaxBodyBytes          int64
 	MaxPostsFirst         int // first of Channel.posts
 	MaxPreviews           int // names of previews; zero means Feed.MaxChannels()
-	Concurrency           int // preview pages fetched at once
+	Concurrency           int // pages fetched at once for previews and for a subscription's look-up of its channels
 	// Timeout bounds one operation, from parsing to the last byte
-	// written.
+	// written; for a subscription, the look-up of its channels before it
+	// starts.
 	Timeout time.Duration
 	// MaxResponseBytes caps the JSON of one response; a larger answer is
 	// replaced by a COMPLEXITY_LIMIT_EXCEEDED error.
@@ -210,6 +211,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		maxPreviews:   cfg.MaxPreviews,
 		maxPostsFirst: cfg.MaxPostsFirst,
 		concurrency:   cfg.Concurrency,
+		timeout:       cfg.Timeout,
 		log:           cfg.Logger,
 	}
 	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/origin"
@@ -31,5 +32,6 @@ type Resolver struct {
 	maxPreviews   int
 	maxPostsFirst int
 	concurrency   int
+	timeout       time.Duration // bounds a subscription's look-up of its channels
 	log           *slog.Logger
 }

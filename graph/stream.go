@@ -8,6 +8,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 )
@@ -163,10 +164,12 @@ func shuttingDownError() *gqlerror.Error {
 
 // streamEnd holds why the server ended a stream, if it did: the last
 // payload of the stream carries it as an error with a code, before the
-// stream completes.
+// stream completes. It also notes whether the resolver refused the
+// subscription before it started.
 type streamEnd struct {
-	mu  sync.Mutex
-	err *gqlerror.Error
+	mu      sync.Mutex
+	err     *gqlerror.Error
+	refused bool
 }
 
 type streamEndKey struct{}
@@ -184,6 +187,25 @@ func (e *streamEnd) get() *gqlerror.Error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.err
+}
+
+func (e *streamEnd) wasRefused() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.refused
+}
+
+// refuseStream notes that the resolver refused ctx's subscription, for
+// what it asks (a bad argument, a channel that does not exist), before
+// it started: over WebSocket its errors are then a graphql-transport-ws
+// error message, as for a document that does not validate, rather than a
+// last next payload and complete.
+func refuseStream(ctx context.Context) {
+	if e, ok := ctx.Value(streamEndKey{}).(*streamEnd); ok {
+		e.mu.Lock()
+		e.refused = true
+		e.mu.Unlock()
+	}
 }
 
 // endStream records why the stream of ctx's subscription ends; the
@@ -240,6 +262,17 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 	// for it, closes no connection before), and whichever way the stream
 	// goes.
 	context.AfterFunc(ctx, release)
+	if e.conn != nil && end.wasRefused() {
+		// The executor answers a resolver's error at once, in one
+		// response; gqlgen's WebSocket transport sends the errors it is
+		// given this way as the operation's error message.
+		if resp := responses(ctx); resp != nil {
+			for _, err := range resp.Errors {
+				transport.AddSubscriptionError(ctx, err)
+			}
+		}
+		return func(context.Context) *graphql.Response { return nil }, ctx
+	}
 	var finished bool
 	return func(ctx context.Context) *graphql.Response {
 		if finished {

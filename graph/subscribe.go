@@ -1,13 +1,19 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/live"
+	"github.com/tmefeed/tmefeed/origin"
+	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
 )
 
 // LiveHub delivers the changes of watched channels; *live.Hub is one.
@@ -25,8 +31,18 @@ var updateKinds = map[live.Kind]model.FeedUpdateKind{
 
 // feedUpdates subscribes to the hub and forwards its events as the
 // schema's updates until the client or the hub ends the subscription, or
-// the server shuts down.
+// the server shuts down. Its arguments and channels are checked before the
+// stream starts; a refusal is marked (refuseStream) so that WebSocket
+// clients receive it as an error message.
 func (r *Resolver) feedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error) {
+	out, err := r.startUpdates(ctx, channels, filter)
+	if err != nil {
+		refuseStream(ctx)
+	}
+	return out, err
+}
+
+func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error) {
 	if r.live == nil {
 		return nil, errors.New("graph: subscriptions are not served: HandlerConfig.Live is nil")
 	}
@@ -37,13 +53,23 @@ func (r *Resolver) feedUpdates(ctx context.Context, channels []string, filter *m
 	if err != nil {
 		return nil, err
 	}
-	sub, err := r.live.Subscribe(ctx, live.Request{Channels: channels, Filter: f})
+	// Watched before the channels are looked up (the hub checks the
+	// arguments first), so that nothing published meanwhile is missed;
+	// unwatched if they are refused.
+	watch, unwatch := context.WithCancel(ctx)
+	sub, err := r.live.Subscribe(watch, live.Request{Channels: channels, Filter: f})
 	if err != nil {
+		unwatch()
+		return nil, err
+	}
+	if err := r.checkChannels(ctx, sub.Channels()); err != nil {
+		unwatch()
 		return nil, err
 	}
 	out := make(chan *model.FeedUpdate)
 	go func() {
 		defer close(out)
+		defer unwatch()
 		for {
 			var ev live.Event
 			var ok bool
@@ -71,6 +97,56 @@ func (r *Resolver) feedUpdates(ctx context.Context, channels []string, filter *m
 		}
 	}()
 	return out, nil
+}
+
+// checkChannels refuses a subscription to channels that do not exist or
+// are not channels (a user, a group, a bot), as feed reports them: it
+// reads each one's newest page through the cache, the page the updater
+// keeps fresh for the subscription anyway. Warm, that is a lookup; cold,
+// concurrent subscribers share one fetch, and a remembered failure none.
+// A failure that may pass (Telegram failing, slow, rate-limiting, its
+// breaker open) refuses nothing: the subscription starts, and its events
+// come once Telegram answers. So does one whose look-up runs past the
+// operation timeout or into shutdown.
+func (r *Resolver) checkChannels(ctx context.Context, channels []string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.streams.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	results := pages.EachChannel(ctx, channels, r.concurrency, func(ctx context.Context, ch string) (struct{}, error) {
+		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch})
+		return struct{}{}, err
+	})
+	var failed []map[string]any
+	var msgs []string
+	code := ""
+	for _, res := range results {
+		if res.Err == nil {
+			continue
+		}
+		f := fault.Classify(res.Err)
+		switch f.Kind {
+		case fault.NotFound, fault.NotAChannel:
+			c := graphCode(f.Kind)
+			code = cmp.Or(code, c)
+			// feed's FailedChannel, field for field.
+			failed = append(failed, map[string]any{"username": res.Channel, "code": c, "reason": f.Message})
+			msgs = append(msgs, res.Channel+": "+f.Message)
+		case fault.Internal: // a bug: the subscription starts regardless
+			r.log.ErrorContext(ctx, "graphql: feedUpdates: looking up a channel", "channel", res.Channel, "err", res.Err)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	err := gqlerror.Errorf("%s", strings.Join(msgs, "; "))
+	err.Extensions = map[string]any{"code": code, "failedChannels": failed}
+	return err
 }
 
 // streamEndError is what the client learns when the hub ends a

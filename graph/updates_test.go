@@ -53,7 +53,7 @@ func (c *wsClient) updates(id string, n int) []string {
 	for len(out) < n {
 		m := c.next()
 		if m.ID != id || m.Type != "next" {
-			c.t.Fatalf("waiting for events of %s: %+v", id, m)
+			c.t.Fatalf("waiting for events of %s: %s %s %s", id, m.Type, m.ID, m.Payload)
 		}
 		out = append(out, decodeUpdate(c.t, m.Payload).String())
 	}
