@@ -2,8 +2,11 @@ package widget
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 
+	"github.com/tmefeed/tmefeed/fault"
+	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/parser"
 )
 
@@ -45,8 +48,22 @@ type liveFilter struct {
 // v's feed: its channels and exactly its filter, so the page hears of the
 // posts its feed keeps and of no others. Order and limit are not the
 // subscription's: the refetch the page makes on an update applies them.
-func (h *Handler) liveRequest(v view) string {
+// Channels the feed page p found missing (no such channel, or not a
+// channel) are left out, since the server refuses a subscription naming
+// any (the page says they could not be shown); with none left, the page
+// polls only.
+func (h *Handler) liveRequest(v view, p *feed.Page) string {
 	if h.sub == "" {
+		return ""
+	}
+	missing := map[string]bool{}
+	for _, f := range p.Failed {
+		if k := fault.Classify(f.Err).Kind; k == fault.NotFound || k == fault.NotAChannel {
+			missing[f.Username] = true
+		}
+	}
+	channels := slices.DeleteFunc(slices.Clone(v.req.Channels), func(ch string) bool { return missing[ch] })
+	if len(channels) == 0 {
 		return ""
 	}
 	f := v.req.Filter
@@ -65,7 +82,7 @@ func (h *Handler) liveRequest(v view) string {
 		Query         string         `json:"query"`
 		OperationName string         `json:"operationName"`
 		Variables     map[string]any `json:"variables"`
-	}{Query: liveDocument, OperationName: "WidgetUpdates", Variables: map[string]any{"channels": v.req.Channels, "filter": lf}}
+	}{Query: liveDocument, OperationName: "WidgetUpdates", Variables: map[string]any{"channels": channels, "filter": lf}}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return "" // plain strings and lists; cannot happen, and the page still polls

@@ -237,7 +237,7 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 			Source:   "/embed/posts?" + v.query,
 			Poll:     h.poll.Milliseconds(),
 			Live:     h.sub,
-			LiveBody: h.liveRequest(v),
+			LiveBody: h.liveRequest(v, p),
 			ETag:     h.fragmentTag(p),
 			Posts:    body,
 			CSS:      h.assets.url("widget.css"),

@@ -620,6 +620,18 @@ func TestPageSubscribesToExactlyItsFeed(t *testing.T) {
 	if b := attr(main, "data-live-body"); !strings.Contains(b, `"variables":{"channels":["tmefeed_news"],"filter":{}}`) {
 		t.Errorf("unfiltered: %s", b)
 	}
+	// Channels that do not exist, or are not channels, are left out: the
+	// server would refuse the subscription for them. One that fails for
+	// now stays. With none left, the page polls only.
+	e.origin.SetFault("/s/emoji_party", fixtures.Fault{Status: http.StatusBadGateway})
+	main = all(parse(t, body(t, e.get(t, "/embed?channels=tmefeed_news,nobody_here_404,emoji_party,jane_doe_writer"))), tag("main"))[0]
+	if b := attr(main, "data-live-body"); !strings.Contains(b, `"channels":["tmefeed_news","emoji_party"]`) {
+		t.Errorf("with missing channels: %s", b)
+	}
+	main = all(parse(t, body(t, e.get(t, "/embed?channels=nobody_here_404"))), tag("main"))[0]
+	if b := attr(main, "data-live-body"); b != "" {
+		t.Errorf("no channel to watch: %s", b)
+	}
 	// Without a subscription endpoint the page polls only.
 	plain := newEnv(t, widget.Config{})
 	main = all(parse(t, body(t, plain.get(t, "/embed?channels=tmefeed_news"))), tag("main"))[0]
