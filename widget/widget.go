@@ -152,7 +152,7 @@ func New(cfg Config) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	a, err := loadAssets()
+	a, err := loadAssets(h.enc)
 	if err != nil {
 		return nil, fmt.Errorf("widget: %w", err)
 	}
@@ -307,6 +307,26 @@ func tag(parts ...string) string {
 		_, _ = hs.Write([]byte{0})
 	}
 	return `"` + strconv.FormatUint(hs.Sum64(), 36) + `"`
+}
+
+// writeOnce writes a page made for this request alone (nothing to keep
+// beside a build), compressed now in the coding Accept-Encoding picks; a
+// HEAD gets the headers of the same GET.
+func (h *Handler) writeOnce(w http.ResponseWriter, r *http.Request, status int, b []byte) {
+	hd := w.Header()
+	if h.enc.Compressible(len(b)) {
+		hd.Add("Vary", "Accept-Encoding")
+		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
+			b = h.enc.Compress(c, b)
+			hd.Set("Content-Encoding", c.String())
+		}
+	}
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
 }
 
 func writeHTML(w http.ResponseWriter, r *http.Request, b []byte) {

@@ -826,3 +826,71 @@ func decode(t *testing.T, coding string, b []byte) string {
 	}
 	return string(b)
 }
+
+// The assets every widget loads, and the snippet page, are sent compressed
+// to a client that accepts it, like the page and its posts: each asset's
+// forms are made once, decode to the identity bytes and revalidate by
+// their ETags; a HEAD gets the headers of the same GET.
+func TestAssetsAndSnippetCompressed(t *testing.T) {
+	enc, err := httpcache.New(httpcache.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, widget.Config{Encoder: enc})
+	var assets []string
+	for _, page := range []string{"/embed?channels=tmefeed_news", "/embed/new"} {
+		for _, n := range all(parse(t, body(t, e.get(t, page))), func(n *html.Node) bool { return n.Data == "link" || n.Data == "script" }) {
+			if ref := attr(n, "href") + attr(n, "src"); !slices.Contains(assets, ref) {
+				assets = append(assets, ref)
+			}
+		}
+	}
+	if len(assets) != 3 {
+		t.Fatalf("assets %q, want the CSS and both scripts", assets)
+	}
+	for _, target := range append(assets, "/embed/new", "/embed/new?channels=tmefeed_news,hadashot_today&theme=dark") {
+		plain := e.get(t, target)
+		identity := body(t, plain)
+		if plain.StatusCode != http.StatusOK || plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("%s without Accept-Encoding: %d, Content-Encoding %q, Vary %q", target, plain.StatusCode, plain.Header.Get("Content-Encoding"), plain.Header.Get("Vary"))
+		}
+		isAsset := strings.HasPrefix(target, "/embed/assets/")
+		for _, c := range []struct{ ae, want string }{{"gzip", "gzip"}, {"zstd", "zstd"}, {"gzip, zstd", "zstd"}, {"identity", ""}} {
+			r := e.get(t, target, "Accept-Encoding", c.ae)
+			raw, _ := io.ReadAll(r.Body)
+			if r.StatusCode != http.StatusOK || r.Header.Get("Content-Encoding") != c.want || r.Header.Get("Vary") != "Accept-Encoding" || r.Header.Get("Content-Length") != strconv.Itoa(len(raw)) {
+				t.Errorf("%s AE %q: %d, Content-Encoding %q, Vary %q, Content-Length %s for %d bytes", target, c.ae, r.StatusCode, r.Header.Get("Content-Encoding"), r.Header.Get("Vary"), r.Header.Get("Content-Length"), len(raw))
+				continue
+			}
+			if got := decode(t, c.want, raw); got != identity {
+				t.Errorf("%s AE %q: does not decode to the identity answer", target, c.ae)
+			}
+			if c.want != "" && len(raw) > len(identity)*2/3 {
+				t.Errorf("%s AE %q: %d bytes from %d", target, c.ae, len(raw), len(identity))
+			}
+			req := httptest.NewRequest(http.MethodHead, target, nil)
+			req.Header.Set("Accept-Encoding", c.ae)
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			for _, k := range []string{"Content-Encoding", "Etag", "Vary", "Content-Length", "Content-Type"} {
+				if rec.Header().Get(k) != r.Header.Get(k) {
+					t.Errorf("HEAD %s AE %q: %s %q, GET has %q", target, c.ae, k, rec.Header().Get(k), r.Header.Get(k))
+				}
+			}
+			if !isAsset {
+				continue
+			}
+			tag := r.Header.Get("ETag")
+			if (c.want != "") != strings.HasPrefix(tag, "W/") || strings.TrimPrefix(tag, "W/") != plain.Header.Get("ETag") {
+				t.Errorf("%s AE %q: ETag %q, identity's %q", target, c.ae, tag, plain.Header.Get("ETag"))
+			}
+			// Either form's tag revalidates, in any coding.
+			for _, ae := range []string{c.ae, ""} {
+				nm := e.get(t, target, "Accept-Encoding", ae, "If-None-Match", tag)
+				if nm.StatusCode != http.StatusNotModified || body(t, nm) != "" || nm.Header.Get("Vary") != "Accept-Encoding" || nm.Header.Get("Content-Encoding") != "" {
+					t.Errorf("%s AE %q If-None-Match %s: %d, Vary %q, Content-Encoding %q; want 304", target, ae, tag, nm.StatusCode, nm.Header.Get("Vary"), nm.Header.Get("Content-Encoding"))
+				}
+			}
+		}
+	}
+}
