@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -331,10 +332,21 @@ func assertOnlyLocal(t *testing.T, log *requestLog) {
 // TestSnippetPageCodeLoadsTheWidget fills the snippet page's form as a
 // visitor would, takes the <iframe> code its script writes, and loads the
 // code's src: the widget it names shows the chosen channels and theme.
+// The server lets only the dashboard's origin embed the widget
+// (EMBED_FRAME_ANCESTORS): the snippet page's own preview, a frame of the
+// server's origin, still shows it.
 func TestSnippetPageCodeLoadsTheWidget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, base := widgetServer(t, ctx, pollOnly)
+	// The dashboard: a page of another origin (another port) holding
+	// nothing but the code, as an embedding site would.
+	var code atomic.Pointer[string]
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><title>dashboard</title><h1>Dashboard</h1>"+*code.Load())
+	}))
+	defer page.Close()
+	_, base := widgetServer(t, ctx, append([]string{"--embed-frame-ancestors", page.URL}, pollOnly...))
 	host := strings.TrimPrefix(base, "http://")
 	bctx, log := newBrowser(t, ctx, host)
 
@@ -349,14 +361,8 @@ func TestSnippetPageCodeLoadsTheWidget(t *testing.T) {
 	waitJS(t, bctx, `document.getElementById('tf-preview').contentDocument.querySelectorAll('[role=feed] article').length === 5`, 20*time.Second)
 	shoot(t, bctx, filepath.Join(artifactsDir(t), "snippet.png"), 1200)
 
-	code := eval[string](t, bctx, `document.getElementById('tf-code').value`)
-	// Put the code on a page of its own, as an embedding site would: a
-	// page of another origin (another port) holding nothing but the code.
-	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprint(w, "<!doctype html><title>dashboard</title><h1>Dashboard</h1>"+code)
-	}))
-	defer page.Close()
+	written := eval[string](t, bctx, `document.getElementById('tf-code').value`)
+	code.Store(&written)
 	log.allow(strings.TrimPrefix(page.URL, "http://"))
 	do(t, bctx, chromedp.Navigate(page.URL))
 	src := eval[string](t, bctx, `document.querySelector('iframe').src`)

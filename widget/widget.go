@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +61,9 @@ type Config struct {
 	Feed FeedService // required
 	// FrameAncestors are the pages allowed to embed the widget, as
 	// Content-Security-Policy frame-ancestors sources ("*",
-	// "https://dash.example.com", "'self'"). Empty means "*".
+	// "https://dash.example.com", "'self'"). Empty means "*". 'self' is
+	// added unless the list is "*" or 'none', for the snippet page's
+	// preview.
 	FrameAncestors []string
 	// PollInterval is how often an open widget asks whether its feed
 	// changed (DefaultPollInterval).
@@ -117,6 +120,17 @@ func CheckFrameAncestors(sources []string) error {
 	return nil
 }
 
+// withSelf adds 'self' to frame-ancestors sources that do not allow it:
+// the snippet page (/embed/new) shows the widget in a frame of its own
+// origin. "*" allows it already; 'none' is kept as the operator's choice,
+// and blocks that preview too.
+func withSelf(anc []string) []string {
+	if slices.Contains(anc, "*") || slices.Contains(anc, "'self'") || slices.Contains(anc, "'none'") {
+		return anc
+	}
+	return append([]string{"'self'"}, anc...)
+}
+
 // New returns the widget's handler.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Feed == nil {
@@ -129,6 +143,7 @@ func New(cfg Config) (*Handler, error) {
 	if err := CheckFrameAncestors(anc); err != nil {
 		return nil, fmt.Errorf("widget: %w", err)
 	}
+	anc = withSelf(anc)
 	if cfg.Subscribe != "" && !strings.HasPrefix(cfg.Subscribe, "/") {
 		return nil, fmt.Errorf("widget: Config.Subscribe %q is not a path on this server", cfg.Subscribe)
 	}

@@ -305,6 +305,33 @@ func TestFrameAncestorsFromTheSetting(t *testing.T) {
 			t.Errorf("%s: CSP %q", target, csp)
 		}
 	}
+	// The snippet page shows the widget in a frame of the server's own
+	// origin: 'self' is allowed whatever the list, unless it is * (which
+	// allows it) or 'none' (the operator's choice, preview included).
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"https://dash.example.com"}, "'self' https://dash.example.com"},
+		{[]string{"https://a.example", "https://b.example:8443"}, "'self' https://a.example https://b.example:8443"},
+		{[]string{"https:"}, "'self' https:"},
+		{[]string{"https://dash.example.com", "'self'"}, "https://dash.example.com 'self'"},
+		{[]string{"*"}, "*"},
+		{nil, "*"},
+		{[]string{"'none'"}, "'none'"},
+	} {
+		h, err := widget.New(widget.Config{Feed: stubFeed{}, FrameAncestors: c.set})
+		if err != nil {
+			t.Fatalf("%q: %v", c.set, err)
+		}
+		for _, target := range []string{"/embed?channels=tmefeed_news", "/embed/new"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+			if csp := rec.Header().Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; frame-ancestors "+c.want) {
+				t.Errorf("EMBED_FRAME_ANCESTORS %q, %s: CSP %q, want frame-ancestors %s", c.set, target, csp, c.want)
+			}
+		}
+	}
 	for _, bad := range [][]string{{"https://a.example; script-src *"}, {"'none'", "https://a.example"}, {"https://a.example,https://b.example"}, {"'unsafe-inline'"}} {
 		if _, err := widget.New(widget.Config{Feed: stubFeed{}, FrameAncestors: bad}); err == nil {
 			t.Errorf("frame ancestors %q accepted", bad)
