@@ -384,3 +384,82 @@ func TestSnippetPageCodeLoadsTheWidget(t *testing.T) {
 	}
 	assertOnlyLocal(t, log)
 }
+
+// responseSpy notes every fetch() a page makes with its answer's status
+// and Retry-After (window.__answers), installed before the page's scripts.
+const responseSpy = `(() => {
+  window.__answers = [];
+  const native = window.fetch;
+  window.fetch = function (input, init) {
+    const a = {url: String(input), at: Date.now(), status: 0, retry: 0};
+    window.__answers.push(a);
+    return native.apply(this, arguments).then(r => { a.status = r.status; a.retry = parseInt(r.headers.get('Retry-After'), 10) || 0; return r; });
+  };
+})()`
+
+// TestWidgetWaitsOutTheRateLimit: with RATE_LIMIT_RPM spent by a widget
+// polling every second, its refresh answered 429 makes it wait the
+// Retry-After it was given before asking again, rather than back off from
+// a second; a widget page loaded over the limit shows the widget's own
+// page, styled (its assets are not limited), saying when it reloads.
+func TestWidgetWaitsOutTheRateLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// The limiter's windows are whole minutes: start early in one, so the
+	// refusal's Retry-After (the seconds left in it) is long enough to
+	// tell waiting it out from backing off.
+	if left := time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)); left < 20*time.Second {
+		time.Sleep(left + 500*time.Millisecond)
+	}
+	_, base := widgetServer(t, ctx, append([]string{"--rate-limit-rpm", "3"}, pollOnly...))
+	bctx, log := newBrowser(t, ctx, strings.TrimPrefix(base, "http://"))
+	if _, err := chromedp.Call(bctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: responseSpy}); err != nil {
+		t.Fatal(err)
+	}
+	target := base + "/embed?channels=tmefeed_news&limit=5"
+	do(t, bctx, chromedp.Navigate(target)) // the first of the 3
+	waitJS(t, bctx, `window.__answers.some(a => a.status === 429)`, 20*time.Second)
+	type answer struct {
+		URL           string
+		At            float64
+		Status, Retry int
+	}
+	answers := eval[[]answer](t, bctx, `window.__answers`)
+	var refused answer
+	for _, a := range answers {
+		if a.Status == http.StatusTooManyRequests {
+			refused = a
+			break
+		}
+	}
+	if refused.Retry < 1 || refused.Retry > 60 {
+		t.Fatalf("the refusal's Retry-After: %d", refused.Retry)
+	}
+	// Watch for as long as the refusal asked, up to 10 s: no refresh
+	// before then (backing off from the poll interval would ask after 2 s).
+	watch := min(time.Duration(refused.Retry)*time.Second, 10*time.Second)
+	time.Sleep(watch)
+	for _, a := range eval[[]answer](t, bctx, `window.__answers`) {
+		if a.At > refused.At && a.At < refused.At+float64(refused.Retry)*1000 {
+			t.Errorf("asked again %.1f s after a 429 with Retry-After %d: %s", (a.At-refused.At)/1000, refused.Retry, a.URL)
+		}
+	}
+	if !t.Failed() {
+		t.Logf("429 with Retry-After %d s; no request in the %v watched", refused.Retry, watch)
+	}
+
+	// A widget page loaded now: the widget's 429 page, in its style.
+	do(t, bctx, chromedp.Navigate(target))
+	waitJS(t, bctx, `document.title === '429 Too Many Requests'`, 10*time.Second)
+	type errorPage struct {
+		Text, Refresh, HeadingSize string
+	}
+	p := eval[errorPage](t, bctx, `({text: document.body.innerText, refresh: (document.querySelector('meta[http-equiv=refresh]') || {}).content || '',
+		headingSize: getComputedStyle(document.querySelector('h1')).fontSize})`)
+	// The heading's size is the widget's CSS (a browser's own is 32px).
+	if !strings.Contains(p.Text, "reloads by itself in about") || p.Refresh == "" || p.HeadingSize != "20px" {
+		t.Errorf("the widget over the limit: %+v", p)
+	}
+	shoot(t, bctx, filepath.Join(artifactsDir(t), "widget-429.png"), 600)
+	assertOnlyLocal(t, log)
+}

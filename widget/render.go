@@ -315,6 +315,7 @@ type errorData struct {
 	Status              int
 	StatusText, Message string
 	CSS                 string
+	Refresh             int // seconds until the page reloads itself; 0 for never
 }
 
 func renderError(d errorData) ([]byte, error) {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -383,9 +384,40 @@ func (h *Handler) failFeed(w http.ResponseWriter, err error) {
 	h.errorPage(w, status, f.Message)
 }
 
+// RateLimited answers a request over its client's rate limit (the
+// server's RATE_LIMIT_RPM) with a small page under the widget's headers,
+// saying when to retry. The widget page, shown in someone's frame, reloads
+// itself then, a few seconds apart from other widgets of the same
+// dashboard (which share its budget); the page's script reads
+// Retry-After on its refreshes and waits as long.
+func (h *Handler) RateLimited(w http.ResponseWriter, r *http.Request, retryAfter int) {
+	h.secure(w)
+	retryAfter = max(retryAfter, 1)
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	d := errorData{Status: http.StatusTooManyRequests, Message: "Too many requests came from your network for this feed in the last minute. It can be shown again in " + seconds(retryAfter) + "."}
+	if p := r.URL.Path; p == "/embed" || p == "/embed/" {
+		d.Message = "Too many requests came from your network for this feed in the last minute. It reloads by itself in about " + seconds(retryAfter) + "."
+		d.Refresh = retryAfter + 1 + rand.IntN(max(retryAfter/4, 5))
+	}
+	h.writeError(w, d)
+}
+
+func seconds(n int) string {
+	if n == 1 {
+		return "1 second"
+	}
+	return strconv.Itoa(n) + " seconds"
+}
+
 // errorPage writes a small HTML page saying what went wrong.
 func (h *Handler) errorPage(w http.ResponseWriter, status int, msg string) {
-	b, err := renderError(errorData{Status: status, StatusText: http.StatusText(status), Message: msg, CSS: h.assets.url("widget.css")})
+	h.writeError(w, errorData{Status: status, Message: msg})
+}
+
+func (h *Handler) writeError(w http.ResponseWriter, d errorData) {
+	status, msg := d.Status, d.Message
+	d.StatusText, d.CSS = http.StatusText(status), h.assets.url("widget.css")
+	b, err := renderError(d)
 	hd := w.Header()
 	hd.Del("ETag")
 	hd.Set("Cache-Control", "no-store")
