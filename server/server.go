@@ -235,11 +235,8 @@ func New(cfg Config) http.Handler {
 		r.Post("/v1/previews", h.previews)
 		if cfg.Feed != nil {
 			r.Post("/v1/feed", h.feed)
-			// Feed-reader documents are written by http.ServeContent
-			// (ranges, If-Modified-Since), so they are compressed as
-			// they are written, as GraphQL's answers are.
 			for _, f := range feedformat.Formats() {
-				r.Get("/v1/"+f.String(), cfg.Encoder.Handler(h.syndication(f)).ServeHTTP)
+				r.Get("/v1/"+f.String(), h.syndication(f))
 			}
 		}
 		// Mount points take only the methods they serve, so that any other
