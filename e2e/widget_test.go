@@ -463,3 +463,54 @@ func TestWidgetWaitsOutTheRateLimit(t *testing.T) {
 	shoot(t, bctx, filepath.Join(artifactsDir(t), "widget-429.png"), 600)
 	assertOnlyLocal(t, log)
 }
+
+// TestWidgetRightToLeftInChromium shows the Hebrew channel, whose file
+// names, poll, link preview and signature are right-to-left text beside
+// the widget's own left-to-right text (sizes, counts, "edited"): each
+// name is isolated, so it reads right to left as a whole and the size
+// stays after it, as laid out by Chromium. Screenshots of those posts are
+// saved as artifacts.
+func TestWidgetRightToLeftInChromium(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, base := widgetServer(t, ctx, pollOnly)
+	bctx, log := newBrowser(t, ctx, strings.TrimPrefix(base, "http://"))
+	do(t, bctx, chromedp.Navigate(base+"/embed?channels=hadashot_today&limit=100&theme=light"), chromedp.EmulateViewport(420, 1100))
+	waitJS(t, bctx, `document.querySelectorAll('[role=feed] article').length > 10`, 20*time.Second)
+	artifacts := artifactsDir(t)
+	for name, find := range map[string]string{
+		"file":    `[...document.querySelectorAll('.tf-file')].find(f => f.textContent.includes('860 KB'))`,
+		"poll":    `document.querySelector('.tf-poll')`,
+		"preview": `document.querySelector('.tf-preview')`,
+		"author":  `document.querySelector('.tf-author')`,
+	} {
+		key := eval[string](t, bctx, find+`.closest('article').dataset.key`)
+		sel := `[data-key="` + key + `"]`
+		png, err := chromedp.Run(bctx, chromedp.Screenshot(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("%s: %v", sel, err)
+		}
+		if err := os.WriteFile(filepath.Join(artifacts, "widget-rtl-"+name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The file's line: the name as one right-to-left run, then " · 860 KB"
+	// to its right, as the widget's left-to-right text reads.
+	type line struct {
+		Name, Size     string
+		NameR, SizeL   float64
+		NameTop, SizeT float64
+	}
+	l := eval[line](t, bctx, `(() => {
+		const file = [...document.querySelectorAll('.tf-file')].find(f => f.textContent.includes('860 KB'));
+		const name = file.querySelector('bdi');
+		const size = [...file.querySelectorAll('span')].flatMap(s => [...s.childNodes]).find(n => n.nodeType === 3 && n.textContent.includes('860 KB'));
+		const r = document.createRange(); r.selectNodeContents(size);
+		const nr = name.getBoundingClientRect(), sr = r.getBoundingClientRect();
+		return {name: name.textContent, size: size.textContent, nameR: nr.right, sizeL: sr.left, nameTop: nr.top, sizeT: sr.top};
+	})()`)
+	if l.Name != "לוח_אירועים_יוני_2026.pdf" || strings.TrimSpace(l.Size) != "· 860 KB" || l.SizeL < l.NameR-1 || l.SizeT != l.NameTop {
+		t.Errorf("the file's line: %+v; want the name isolated, the size after it on its line", l)
+	}
+	assertOnlyLocal(t, log)
+}

@@ -921,3 +921,76 @@ func TestAssetsAndSnippetCompressed(t *testing.T) {
 		}
 	}
 }
+
+// A name in someone's script stands beside the widget's own text (a size,
+// a duration, a count): each name is isolated (<bdi>) and the widget's
+// text is outside it, in no element whose direction the name would set,
+// so a right-to-left name reads as a whole and the size stays after it.
+// (Laid out in Chromium by e2e's TestWidgetRightToLeftInChromium.)
+func TestUserTextIsolatedFromOurs(t *testing.T) {
+	post := &parser.Post{ID: 9, Channel: "hadashot_today", Content: parser.PostContent{
+		Media: []parser.Media{
+			{Type: parser.MediaDocument, URL: "https://t.me/hadashot_today/9", Title: "לוח_אירועים_יוני_2026.pdf", Extra: "860 KB"},
+			{Type: parser.MediaAudio, URL: "https://t.me/hadashot_today/9", Title: "שיר הבוקר", Extra: "להקת הנמל", Duration: &parser.Duration{Formatted: "3:05", Raw: 185}},
+		},
+		Poll: &parser.Poll{Question: "מה דעתכם?", Type: "סקר אנונימי", Votes: "1.5K", Options: []parser.PollOption{{Name: "כן", Percent: 60}, {Name: "לא", Percent: 40}}},
+	}, Footer: parser.Footer{Views: "2.4K", Author: &parser.Rich{String: "עורכת משמרת"}, Edited: true, Date: parser.Date{String: "2026-06-17T11:00:00+00:00", Unix: 1781694000}}}
+	ch := &parser.Channel{Username: "hadashot_today", Title: parser.Rich{String: "חדשות היום"}}
+	h, err := widget.New(widget.Config{Feed: stubFeed{page: &feed.Page{Key: "k", Items: []feed.Item{{Post: post, Channel: ch}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/embed/posts?channels=hadashot_today", nil))
+	checkIsolated(t, rec.Body.String(),
+		[]string{"לוח_אירועים_יוני_2026.pdf", "שיר הבוקר", "להקת הנמל", "סקר אנונימי", "כן", "לא", "עורכת משמרת", "מה דעתכם?", "חדשות היום"},
+		[]string{"· 860 KB", "· 3:05", "· 1.5K votes", "60%", "2.4K views", "edited"})
+
+	// The recorded Hebrew channel's file, as t.me shows it.
+	e := newEnv(t, widget.Config{})
+	checkIsolated(t, body(t, e.get(t, "/embed/posts?channels=hadashot_today&limit=100")), []string{"לוח_אירועים_יוני_2026.pdf"}, []string{"· 860 KB"})
+}
+
+// checkIsolated: each of names is the whole text of an isolating element
+// (<bdi>, or one with dir); each of ours is in none.
+func checkIsolated(t *testing.T, page string, names, ours []string) {
+	t.Helper()
+	doc := parse(t, page)
+	isolating := func(n *html.Node) bool {
+		return n.Type == html.ElementNode && (n.Data == "bdi" || attr(n, "dir") != "")
+	}
+	for _, name := range names {
+		if len(all(doc, func(n *html.Node) bool { return isolating(n) && strings.TrimSpace(text(n)) == name })) == 0 {
+			t.Errorf("%q is not isolated on its own", name)
+		}
+	}
+	var texts []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			texts = append(texts, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	for _, s := range ours {
+		found := false
+		for _, tn := range texts {
+			if !strings.Contains(tn.Data, s) {
+				continue
+			}
+			found = true
+			for p := tn.Parent; p != nil; p = p.Parent {
+				if isolating(p) {
+					t.Errorf("%q is inside <%s dir=%q> holding %q: it takes that text's direction", s, p.Data, attr(p, "dir"), text(p))
+					break
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%q not on the page", s)
+		}
+	}
+}
