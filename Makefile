@@ -15,7 +15,7 @@ test: ## every check CI runs
 	# The memory suites measure the real build: the race detector multiplies heap and RSS.
 	$(GO) test -count=1 -run 'Memory|Accounting|MatchesHeap' ./cmd/tmefeed ./pages ./feed ./cache ./graph
 
-lint: ## go vet and staticcheck (pinned; checks configured in staticcheck.conf)
+lint: ## go vet and staticcheck (pinned version, its default checks: no staticcheck.conf)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 

@@ -2,6 +2,10 @@
 // the demo server, each test in a browser with a fresh profile: every
 // preloaded example tab runs as shown and answers data without errors; a
 // query typed into the editor runs; nothing loads from outside the server.
+// The widget's tests (widget_test.go) intercept every request the browser
+// makes: the test servers' go through, images on the Telegram CDN hosts the
+// widget's policy allows are answered inside the browser (a stub picture),
+// and any other request fails the test, so nothing leaves the machine.
 // Screenshots are saved as artifacts. The tests carry the e2e build tag;
 // run them with `make e2e` (needs Debian's chromium package). A missing
 // browser fails the tests; it never skips them.

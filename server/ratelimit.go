@@ -44,6 +44,12 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request) {
 		h.failGraphQL(w, r, http.StatusTooManyRequests, gqlCodeRateLimited, msg)
 		return
 	}
+	if h.widget != nil && (r.URL.Path == "/embed" || strings.HasPrefix(r.URL.Path, "/embed/")) {
+		// A page in someone's frame, or the fragment its script reads:
+		// the widget's HTML and headers, not the API's JSON.
+		h.widget.RateLimited(w, r, retry)
+		return
+	}
 	h.fail(w, r, apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: msg, RetryAfter: retry})
 }
 

@@ -40,6 +40,16 @@ type PageService interface {
 	RenderedRep(ctx context.Context, key string, r origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
 }
 
+// Widget is the embeddable feed; *widget.Handler is one.
+type Widget interface {
+	http.Handler
+	// RateLimited answers a request to the widget that is over its
+	// client's rate limit, in the widget's own shape: its pages are shown
+	// in frames of other sites, under its security headers. retryAfter is
+	// the seconds until the client may ask again.
+	RateLimited(w http.ResponseWriter, r *http.Request, retryAfter int)
+}
+
 // Defaults for the zero values of Config.
 const (
 	DefaultMaxRequestBytes     = 64 << 10
@@ -68,7 +78,7 @@ type Config struct {
 	Feed FeedService
 	// Widget is mounted at /embed and /embed/* (GET) when not nil: the
 	// embeddable feed, which sets its own security headers.
-	Widget http.Handler
+	Widget Widget
 	// PublicURL is the address clients reach the service at (PUBLIC_URL),
 	// e.g. "https://tmefeed.example" or with a path prefix. When set,
 	// feed-reader documents name themselves by it and link media through
@@ -119,6 +129,7 @@ type handler struct {
 	idPrefix      string
 	idSeq         atomic.Uint64
 	graphQL       bool // Config.GraphQL is mounted at graphQLPath
+	widget        Widget
 	publicURL     string
 	docDates      *docDates // Last-Modified of the feed-reader documents
 	enc           *httpcache.Encoder
@@ -140,6 +151,7 @@ func New(cfg Config) http.Handler {
 		concurrency: cfg.PreviewsConcurrency,
 		now:         cfg.Now,
 		graphQL:     cfg.GraphQL != nil,
+		widget:      cfg.Widget,
 		publicURL:   strings.TrimRight(cfg.PublicURL, "/"),
 		docDates:    newDocDates(),
 		enc:         cfg.Encoder,
@@ -223,11 +235,8 @@ func New(cfg Config) http.Handler {
 		r.Post("/v1/previews", h.previews)
 		if cfg.Feed != nil {
 			r.Post("/v1/feed", h.feed)
-			// Feed-reader documents are written by http.ServeContent
-			// (ranges, If-Modified-Since), so they are compressed as
-			// they are written, as GraphQL's answers are.
 			for _, f := range feedformat.Formats() {
-				r.Get("/v1/"+f.String(), cfg.Encoder.Handler(h.syndication(f)).ServeHTTP)
+				r.Get("/v1/"+f.String(), h.syndication(f))
 			}
 		}
 		// Mount points take only the methods they serve, so that any other
@@ -241,13 +250,20 @@ func New(cfg Config) http.Handler {
 		if cfg.Media != nil {
 			r.Get("/media/{channel}/{id}/{index}", h.media)
 		}
-		// The widget's data answers are limited like the API; its static
-		// assets are cheap but share the route.
+		// The widget's page and posts read feeds: limited like the API.
 		if cfg.Widget != nil {
 			r.Get("/embed", cfg.Widget.ServeHTTP)
 			r.Get("/embed/*", cfg.Widget.ServeHTTP)
 		}
 	})
+	// The widget's assets (named by their hash, kept by browsers for a
+	// year) and its snippet page read no feed: not limited, so that a
+	// dashboard of many widgets behind one address spends its budget on
+	// their posts. The more specific routes win over /embed/*.
+	if cfg.Widget != nil {
+		r.Get("/embed/assets/*", cfg.Widget.ServeHTTP)
+		r.Get("/embed/new", cfg.Widget.ServeHTTP)
+	}
 	// The playground's page and assets are static: not limited.
 	if cfg.Playground != nil {
 		r.Get("/", cfg.Playground.ServeHTTP)

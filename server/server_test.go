@@ -25,6 +25,7 @@ import (
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/widget"
 )
 
 // testClock is a settable clock shared by the cache and the server, so a
@@ -70,6 +71,8 @@ type envOptions struct {
 	publicURL      string             // server.Config.PublicURL
 	originPages    fs.FS              // pages the fixture origin serves; nil = the recorded ones
 	encoder        *httpcache.Encoder // server.Config.Encoder and pages.Config.Encoder
+	widget         bool               // mount the widget over the feed service (needs feed)
+	rateLimitRPM   int                // server.Config.RateLimitRPM
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -122,7 +125,15 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			t.Fatal(err)
 		}
 		cfg.Feed = fs
+		if opts.widget {
+			w, err := widget.New(widget.Config{Feed: fs, Encoder: opts.encoder})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Widget = w
+		}
 	}
+	cfg.RateLimitRPM = opts.rateLimitRPM
 	if opts.media {
 		m, ok := svc.(server.MediaService)
 		if !ok {

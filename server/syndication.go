@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/hex"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/feed/feedquery"
 	"github.com/tmefeed/tmefeed/feedformat"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/pages"
 )
 
@@ -72,7 +72,6 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 		failed, transient := failedChannels(p.Failed)
 		hd := w.Header()
 		hd.Set("Content-Type", f.ContentType())
-		hd.Set("ETag", etag(b, failed))
 		if failed != "" {
 			hd.Set(FailedChannelsHeader, failed)
 		}
@@ -82,11 +81,96 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 		} else {
 			hd.Set("Cache-Control", h.cacheControl(p.RefreshAt, p.Stale))
 		}
-		// ServeContent answers If-None-Match and If-Modified-Since (the
-		// former wins when both are sent, as RFC 9110 says), HEAD and ranges.
 		tag := etag(b, failed)
-		http.ServeContent(w, r, "", h.docDates.modified(key, tag, p, feedformat.Updated(p.Items)), bytes.NewReader(b))
+		h.writeDocument(w, r, p, key, b, tag, h.docDates.modified(key, tag, p, feedformat.Updated(p.Items)))
 	}
+}
+
+// writeDocument sends a feed-reader document kept for build p under key,
+// in the coding Accept-Encoding picks (a compressed form is made once per
+// build and kept beside the document, its ETag the weak form of the
+// document's), or 304 as its validators say. A HEAD gets the headers of
+// the same GET. Range is not served: a document is made whole per build
+// and readers fetch it whole, so a range request gets the whole answer
+// (200), in the same coding and with the same headers as any GET.
+func (h *handler) writeDocument(w http.ResponseWriter, r *http.Request, p *feed.Page, key string, body []byte, etag string, modified time.Time) {
+	hd := w.Header()
+	coding := httpcache.Identity
+	if h.enc.Compressible(len(body)) {
+		hd.Add("Vary", "Accept-Encoding")
+		if c := httpcache.Negotiate(header(r.Header, "Accept-Encoding")); c != httpcache.Identity {
+			coded, err := h.feeds.Rendered(p, key+"\x00"+c.String(), func() ([]byte, error) { return h.enc.Compress(c, body), nil })
+			if err != nil { // the compression cannot fail; Rendered's contract can
+				h.failErr(w, r, err)
+				return
+			}
+			body, etag, coding = coded, httpcache.Weak(etag), c
+		}
+	}
+	hd.Set("ETag", etag)
+	if !modified.IsZero() {
+		hd.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+	}
+	if status := preconditions(r, etag, modified); status != 0 {
+		// A 304 carries the validators and caching headers, not the
+		// representation's (RFC 9110 §15.4.5); Last-Modified is left out
+		// beside an ETag, and a 412 has no body, as net/http's ServeContent
+		// answered them before.
+		hd.Del("Content-Type")
+		hd.Del("Last-Modified")
+		w.WriteHeader(status)
+		return
+	}
+	if coding != httpcache.Identity {
+		hd.Set("Content-Encoding", coding.String())
+	}
+	hd.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+}
+
+// preconditions evaluates a GET's conditional fields in RFC 9110's order
+// (§13.2.2): If-Match, else If-Unmodified-Since (412 when false); then
+// If-None-Match, else If-Modified-Since (304 when false). It returns 0
+// when the document is to be sent. HTTP dates have whole seconds.
+func preconditions(r *http.Request, etag string, modified time.Time) int {
+	modified = modified.Truncate(time.Second)
+	if im := header(r.Header, "If-Match"); im != "" {
+		if !strongMatch(im, etag) {
+			return http.StatusPreconditionFailed
+		}
+	} else if ius, err := http.ParseTime(header(r.Header, "If-Unmodified-Since")); err == nil && !modified.IsZero() && modified.After(ius) {
+		return http.StatusPreconditionFailed
+	}
+	if inm := header(r.Header, "If-None-Match"); inm != "" {
+		if httpcache.NoneMatch(inm, etag) {
+			return http.StatusNotModified
+		}
+		return 0
+	}
+	if ims, err := http.ParseTime(header(r.Header, "If-Modified-Since")); err == nil && !modified.IsZero() && !modified.After(ims) {
+		return http.StatusNotModified
+	}
+	return 0
+}
+
+// strongMatch reports whether an If-Match field holds etag by the strong
+// comparison (§8.8.3.2): "*", or the same tag with neither side weak.
+func strongMatch(field, etag string) bool {
+	if strings.TrimSpace(field) == "*" {
+		return true
+	}
+	if strings.HasPrefix(etag, "W/") {
+		return false
+	}
+	for _, t := range strings.Split(field, ",") {
+		if strings.TrimSpace(t) == etag {
+			return true
+		}
+	}
+	return false
 }
 
 // formatQuery reads a feed-reader route's query string: the fields of

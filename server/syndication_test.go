@@ -280,6 +280,47 @@ func TestFormatsStableAndConditional(t *testing.T) {
 	}
 }
 
+// The documents' other preconditions, in RFC 9110's order: If-None-Match
+// decides over If-Modified-Since; If-Match and If-Unmodified-Since that do
+// not hold get 412.
+func TestFormatsPreconditions(t *testing.T) {
+	_, ts := formatEnv(t, envOptions{})
+	target := ts.URL + "/v1/atom?channels=tmefeed_news"
+	res, _ := httpGet(t, target)
+	etag, lastMod := res.Header.Get("ETag"), res.Header.Get("Last-Modified")
+	old := mustTime(t, lastMod).Add(-time.Hour).Format(http.TimeFormat)
+	for _, c := range []struct {
+		h    []string
+		want int
+	}{
+		{[]string{"If-None-Match", `"other"`, "If-Modified-Since", lastMod}, http.StatusOK},
+		{[]string{"If-None-Match", etag, "If-Modified-Since", old}, http.StatusNotModified},
+		{[]string{"If-Match", etag}, http.StatusOK},
+		{[]string{"If-Match", `"other", ` + etag}, http.StatusOK},
+		{[]string{"If-Match", "*"}, http.StatusOK},
+		{[]string{"If-Match", `"other"`}, http.StatusPreconditionFailed},
+		{[]string{"If-Match", "W/" + etag}, http.StatusPreconditionFailed}, // strong comparison
+		{[]string{"If-Unmodified-Since", lastMod}, http.StatusOK},
+		{[]string{"If-Unmodified-Since", old}, http.StatusPreconditionFailed},
+		{[]string{"If-Match", etag, "If-Unmodified-Since", old}, http.StatusOK}, // If-Match decides
+	} {
+		req, _ := http.NewRequest(http.MethodGet, target, nil)
+		for i := 0; i+1 < len(c.h); i += 2 {
+			req.Header.Set(c.h[i], c.h[i+1])
+		}
+		req.Header.Set("Accept-Encoding", "identity")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.want || (c.want != http.StatusOK) != (len(b) == 0) {
+			t.Errorf("%q: %d with %d bytes, want %d", c.h, res.StatusCode, len(b), c.want)
+		}
+	}
+}
+
 func mustTime(t *testing.T, s string) time.Time {
 	t.Helper()
 	v, err := http.ParseTime(s)

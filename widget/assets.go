@@ -28,12 +28,13 @@ type assets struct {
 }
 
 type asset struct {
-	body  []byte
+	rep   *httpcache.Rep // the bytes, their ETag and compressed forms
 	ctype string
-	etag  string
 }
 
-func loadAssets() (*assets, error) {
+// loadAssets reads the embedded assets and, with enc, makes their gzip and
+// zstd forms once: every widget on every page loads them.
+func loadAssets(enc *httpcache.Encoder) (*assets, error) {
 	a := &assets{byName: map[string]asset{}, hashed: map[string]string{}}
 	entries, err := fs.ReadDir(assetFS, "assets")
 	if err != nil {
@@ -52,7 +53,7 @@ func loadAssets() (*assets, error) {
 		if ctype == "" {
 			return nil, fmt.Errorf("asset %s: no content type for %q", e.Name(), ext)
 		}
-		a.byName[name] = asset{body: b, ctype: ctype, etag: `"` + sum + `"`}
+		a.byName[name] = asset{rep: enc.NewRep(b, true), ctype: ctype}
 		a.hashed[e.Name()] = name
 		all = append(all, name)
 	}
@@ -75,17 +76,26 @@ func (h *Handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 		h.errorPage(w, http.StatusNotFound, "no such asset: "+clip(name))
 		return
 	}
+	// A HEAD gets the headers of the same GET: the form Accept-Encoding
+	// picks, its length and its ETag (weak for a compressed form).
+	body, coding, etag, vary := h.enc.Select(a.rep, r.Header.Get("Accept-Encoding"))
 	hd := w.Header()
-	hd.Set("ETag", a.etag)
+	if vary {
+		hd.Add("Vary", "Accept-Encoding")
+	}
+	hd.Set("ETag", etag)
 	hd.Set("Cache-Control", "public, max-age=31536000, immutable")
-	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), a.etag) {
+	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	hd.Set("Content-Type", a.ctype)
-	hd.Set("Content-Length", strconv.Itoa(len(a.body)))
+	if coding != httpcache.Identity {
+		hd.Set("Content-Encoding", coding.String())
+	}
+	hd.Set("Content-Length", a.rep.ContentLength(coding))
 	if r.Method == http.MethodHead {
 		return
 	}
-	_, _ = w.Write(a.body)
+	_, _ = w.Write(body)
 }

@@ -22,7 +22,7 @@ import (
 
 // renderVersion names the markup renderPosts writes; bump it when that
 // changes, so kept renders and clients' ETags are not reused.
-const renderVersion = "2"
+const renderVersion = "3"
 
 // avatarHues is the number of tf-c* colours in widget.css.
 const avatarHues = 8
@@ -315,6 +315,7 @@ type errorData struct {
 	Status              int
 	StatusText, Message string
 	CSS                 string
+	Refresh             int // seconds until the page reloads itself; 0 for never
 }
 
 func renderError(d errorData) ([]byte, error) {

@@ -90,12 +90,7 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(out.Len()))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(out.Bytes())
-	}
+	h.writeOnce(w, r, status, out.Bytes())
 }
 
 func frameSize(s string, percentOK bool) bool {

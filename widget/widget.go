@@ -24,9 +24,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,7 +62,9 @@ type Config struct {
 	Feed FeedService // required
 	// FrameAncestors are the pages allowed to embed the widget, as
 	// Content-Security-Policy frame-ancestors sources ("*",
-	// "https://dash.example.com", "'self'"). Empty means "*".
+	// "https://dash.example.com", "'self'"). Empty means "*". 'self' is
+	// added unless the list is "*" or 'none', for the snippet page's
+	// preview.
 	FrameAncestors []string
 	// PollInterval is how often an open widget asks whether its feed
 	// changed (DefaultPollInterval).
@@ -117,6 +121,17 @@ func CheckFrameAncestors(sources []string) error {
 	return nil
 }
 
+// withSelf adds 'self' to frame-ancestors sources that do not allow it:
+// the snippet page (/embed/new) shows the widget in a frame of its own
+// origin. "*" allows it already; 'none' is kept as the operator's choice,
+// and blocks that preview too.
+func withSelf(anc []string) []string {
+	if slices.Contains(anc, "*") || slices.Contains(anc, "'self'") || slices.Contains(anc, "'none'") {
+		return anc
+	}
+	return append([]string{"'self'"}, anc...)
+}
+
 // New returns the widget's handler.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Feed == nil {
@@ -129,6 +144,7 @@ func New(cfg Config) (*Handler, error) {
 	if err := CheckFrameAncestors(anc); err != nil {
 		return nil, fmt.Errorf("widget: %w", err)
 	}
+	anc = withSelf(anc)
 	if cfg.Subscribe != "" && !strings.HasPrefix(cfg.Subscribe, "/") {
 		return nil, fmt.Errorf("widget: Config.Subscribe %q is not a path on this server", cfg.Subscribe)
 	}
@@ -152,7 +168,7 @@ func New(cfg Config) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	a, err := loadAssets()
+	a, err := loadAssets(h.enc)
 	if err != nil {
 		return nil, fmt.Errorf("widget: %w", err)
 	}
@@ -309,6 +325,26 @@ func tag(parts ...string) string {
 	return `"` + strconv.FormatUint(hs.Sum64(), 36) + `"`
 }
 
+// writeOnce writes a page made for this request alone (nothing to keep
+// beside a build), compressed now in the coding Accept-Encoding picks; a
+// HEAD gets the headers of the same GET.
+func (h *Handler) writeOnce(w http.ResponseWriter, r *http.Request, status int, b []byte) {
+	hd := w.Header()
+	if h.enc.Compressible(len(b)) {
+		hd.Add("Vary", "Accept-Encoding")
+		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
+			b = h.enc.Compress(c, b)
+			hd.Set("Content-Encoding", c.String())
+		}
+	}
+	hd.Set("Content-Type", "text/html; charset=utf-8")
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
+}
+
 func writeHTML(w http.ResponseWriter, r *http.Request, b []byte) {
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")
@@ -348,9 +384,40 @@ func (h *Handler) failFeed(w http.ResponseWriter, err error) {
 	h.errorPage(w, status, f.Message)
 }
 
+// RateLimited answers a request over its client's rate limit (the
+// server's RATE_LIMIT_RPM) with a small page under the widget's headers,
+// saying when to retry. The widget page, shown in someone's frame, reloads
+// itself then, a few seconds apart from other widgets of the same
+// dashboard (which share its budget); the page's script reads
+// Retry-After on its refreshes and waits as long.
+func (h *Handler) RateLimited(w http.ResponseWriter, r *http.Request, retryAfter int) {
+	h.secure(w)
+	retryAfter = max(retryAfter, 1)
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	d := errorData{Status: http.StatusTooManyRequests, Message: "Too many requests came from your network for this feed in the last minute. It can be shown again in " + seconds(retryAfter) + "."}
+	if p := r.URL.Path; p == "/embed" || p == "/embed/" {
+		d.Message = "Too many requests came from your network for this feed in the last minute. It reloads by itself in about " + seconds(retryAfter) + "."
+		d.Refresh = retryAfter + 1 + rand.IntN(max(retryAfter/4, 5))
+	}
+	h.writeError(w, d)
+}
+
+func seconds(n int) string {
+	if n == 1 {
+		return "1 second"
+	}
+	return strconv.Itoa(n) + " seconds"
+}
+
 // errorPage writes a small HTML page saying what went wrong.
 func (h *Handler) errorPage(w http.ResponseWriter, status int, msg string) {
-	b, err := renderError(errorData{Status: status, StatusText: http.StatusText(status), Message: msg, CSS: h.assets.url("widget.css")})
+	h.writeError(w, errorData{Status: status, Message: msg})
+}
+
+func (h *Handler) writeError(w http.ResponseWriter, d errorData) {
+	status, msg := d.Status, d.Message
+	d.StatusText, d.CSS = http.StatusText(status), h.assets.url("widget.css")
+	b, err := renderError(d)
 	hd := w.Header()
 	hd.Del("ETag")
 	hd.Set("Cache-Control", "no-store")

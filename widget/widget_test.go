@@ -305,6 +305,33 @@ func TestFrameAncestorsFromTheSetting(t *testing.T) {
 			t.Errorf("%s: CSP %q", target, csp)
 		}
 	}
+	// The snippet page shows the widget in a frame of the server's own
+	// origin: 'self' is allowed whatever the list, unless it is * (which
+	// allows it) or 'none' (the operator's choice, preview included).
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"https://dash.example.com"}, "'self' https://dash.example.com"},
+		{[]string{"https://a.example", "https://b.example:8443"}, "'self' https://a.example https://b.example:8443"},
+		{[]string{"https:"}, "'self' https:"},
+		{[]string{"https://dash.example.com", "'self'"}, "https://dash.example.com 'self'"},
+		{[]string{"*"}, "*"},
+		{nil, "*"},
+		{[]string{"'none'"}, "'none'"},
+	} {
+		h, err := widget.New(widget.Config{Feed: stubFeed{}, FrameAncestors: c.set})
+		if err != nil {
+			t.Fatalf("%q: %v", c.set, err)
+		}
+		for _, target := range []string{"/embed?channels=tmefeed_news", "/embed/new"} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+			if csp := rec.Header().Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; frame-ancestors "+c.want) {
+				t.Errorf("EMBED_FRAME_ANCESTORS %q, %s: CSP %q, want frame-ancestors %s", c.set, target, csp, c.want)
+			}
+		}
+	}
 	for _, bad := range [][]string{{"https://a.example; script-src *"}, {"'none'", "https://a.example"}, {"https://a.example,https://b.example"}, {"'unsafe-inline'"}} {
 		if _, err := widget.New(widget.Config{Feed: stubFeed{}, FrameAncestors: bad}); err == nil {
 			t.Errorf("frame ancestors %q accepted", bad)
@@ -837,4 +864,145 @@ func decode(t *testing.T, coding string, b []byte) string {
 		return string(out)
 	}
 	return string(b)
+}
+
+// The assets every widget loads, and the snippet page, are sent compressed
+// to a client that accepts it, like the page and its posts: each asset's
+// forms are made once, decode to the identity bytes and revalidate by
+// their ETags; a HEAD gets the headers of the same GET.
+func TestAssetsAndSnippetCompressed(t *testing.T) {
+	enc, err := httpcache.New(httpcache.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, widget.Config{Encoder: enc})
+	var assets []string
+	for _, page := range []string{"/embed?channels=tmefeed_news", "/embed/new"} {
+		for _, n := range all(parse(t, body(t, e.get(t, page))), func(n *html.Node) bool { return n.Data == "link" || n.Data == "script" }) {
+			if ref := attr(n, "href") + attr(n, "src"); !slices.Contains(assets, ref) {
+				assets = append(assets, ref)
+			}
+		}
+	}
+	if len(assets) != 3 {
+		t.Fatalf("assets %q, want the CSS and both scripts", assets)
+	}
+	for _, target := range append(assets, "/embed/new", "/embed/new?channels=tmefeed_news,hadashot_today&theme=dark") {
+		plain := e.get(t, target)
+		identity := body(t, plain)
+		if plain.StatusCode != http.StatusOK || plain.Header.Get("Content-Encoding") != "" || plain.Header.Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("%s without Accept-Encoding: %d, Content-Encoding %q, Vary %q", target, plain.StatusCode, plain.Header.Get("Content-Encoding"), plain.Header.Get("Vary"))
+		}
+		isAsset := strings.HasPrefix(target, "/embed/assets/")
+		for _, c := range []struct{ ae, want string }{{"gzip", "gzip"}, {"zstd", "zstd"}, {"gzip, zstd", "zstd"}, {"identity", ""}} {
+			r := e.get(t, target, "Accept-Encoding", c.ae)
+			raw, _ := io.ReadAll(r.Body)
+			if r.StatusCode != http.StatusOK || r.Header.Get("Content-Encoding") != c.want || r.Header.Get("Vary") != "Accept-Encoding" || r.Header.Get("Content-Length") != strconv.Itoa(len(raw)) {
+				t.Errorf("%s AE %q: %d, Content-Encoding %q, Vary %q, Content-Length %s for %d bytes", target, c.ae, r.StatusCode, r.Header.Get("Content-Encoding"), r.Header.Get("Vary"), r.Header.Get("Content-Length"), len(raw))
+				continue
+			}
+			if got := decode(t, c.want, raw); got != identity {
+				t.Errorf("%s AE %q: does not decode to the identity answer", target, c.ae)
+			}
+			if c.want != "" && len(raw) > len(identity)*2/3 {
+				t.Errorf("%s AE %q: %d bytes from %d", target, c.ae, len(raw), len(identity))
+			}
+			req := httptest.NewRequest(http.MethodHead, target, nil)
+			req.Header.Set("Accept-Encoding", c.ae)
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			for _, k := range []string{"Content-Encoding", "Etag", "Vary", "Content-Length", "Content-Type"} {
+				if rec.Header().Get(k) != r.Header.Get(k) {
+					t.Errorf("HEAD %s AE %q: %s %q, GET has %q", target, c.ae, k, rec.Header().Get(k), r.Header.Get(k))
+				}
+			}
+			if !isAsset {
+				continue
+			}
+			tag := r.Header.Get("ETag")
+			if (c.want != "") != strings.HasPrefix(tag, "W/") || strings.TrimPrefix(tag, "W/") != plain.Header.Get("ETag") {
+				t.Errorf("%s AE %q: ETag %q, identity's %q", target, c.ae, tag, plain.Header.Get("ETag"))
+			}
+			// Either form's tag revalidates, in any coding.
+			for _, ae := range []string{c.ae, ""} {
+				nm := e.get(t, target, "Accept-Encoding", ae, "If-None-Match", tag)
+				if nm.StatusCode != http.StatusNotModified || body(t, nm) != "" || nm.Header.Get("Vary") != "Accept-Encoding" || nm.Header.Get("Content-Encoding") != "" {
+					t.Errorf("%s AE %q If-None-Match %s: %d, Vary %q, Content-Encoding %q; want 304", target, ae, tag, nm.StatusCode, nm.Header.Get("Vary"), nm.Header.Get("Content-Encoding"))
+				}
+			}
+		}
+	}
+}
+
+// A name in someone's script stands beside the widget's own text (a size,
+// a duration, a count): each name is isolated (<bdi>) and the widget's
+// text is outside it, in no element whose direction the name would set,
+// so a right-to-left name reads as a whole and the size stays after it.
+// (Laid out in Chromium by e2e's TestWidgetRightToLeftInChromium.)
+func TestUserTextIsolatedFromOurs(t *testing.T) {
+	post := &parser.Post{ID: 9, Channel: "hadashot_today", Content: parser.PostContent{
+		Media: []parser.Media{
+			{Type: parser.MediaDocument, URL: "https://t.me/hadashot_today/9", Title: "לוח_אירועים_יוני_2026.pdf", Extra: "860 KB"},
+			{Type: parser.MediaAudio, URL: "https://t.me/hadashot_today/9", Title: "שיר הבוקר", Extra: "להקת הנמל", Duration: &parser.Duration{Formatted: "3:05", Raw: 185}},
+		},
+		Poll: &parser.Poll{Question: "מה דעתכם?", Type: "סקר אנונימי", Votes: "1.5K", Options: []parser.PollOption{{Name: "כן", Percent: 60}, {Name: "לא", Percent: 40}}},
+	}, Footer: parser.Footer{Views: "2.4K", Author: &parser.Rich{String: "עורכת משמרת"}, Edited: true, Date: parser.Date{String: "2026-06-17T11:00:00+00:00", Unix: 1781694000}}}
+	ch := &parser.Channel{Username: "hadashot_today", Title: parser.Rich{String: "חדשות היום"}}
+	h, err := widget.New(widget.Config{Feed: stubFeed{page: &feed.Page{Key: "k", Items: []feed.Item{{Post: post, Channel: ch}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/embed/posts?channels=hadashot_today", nil))
+	checkIsolated(t, rec.Body.String(),
+		[]string{"לוח_אירועים_יוני_2026.pdf", "שיר הבוקר", "להקת הנמל", "סקר אנונימי", "כן", "לא", "עורכת משמרת", "מה דעתכם?", "חדשות היום"},
+		[]string{"· 860 KB", "· 3:05", "· 1.5K votes", "60%", "2.4K views", "edited"})
+
+	// The recorded Hebrew channel's file, as t.me shows it.
+	e := newEnv(t, widget.Config{})
+	checkIsolated(t, body(t, e.get(t, "/embed/posts?channels=hadashot_today&limit=100")), []string{"לוח_אירועים_יוני_2026.pdf"}, []string{"· 860 KB"})
+}
+
+// checkIsolated: each of names is the whole text of an isolating element
+// (<bdi>, or one with dir); each of ours is in none.
+func checkIsolated(t *testing.T, page string, names, ours []string) {
+	t.Helper()
+	doc := parse(t, page)
+	isolating := func(n *html.Node) bool {
+		return n.Type == html.ElementNode && (n.Data == "bdi" || attr(n, "dir") != "")
+	}
+	for _, name := range names {
+		if len(all(doc, func(n *html.Node) bool { return isolating(n) && strings.TrimSpace(text(n)) == name })) == 0 {
+			t.Errorf("%q is not isolated on its own", name)
+		}
+	}
+	var texts []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			texts = append(texts, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(doc)
+	for _, s := range ours {
+		found := false
+		for _, tn := range texts {
+			if !strings.Contains(tn.Data, s) {
+				continue
+			}
+			found = true
+			for p := tn.Parent; p != nil; p = p.Parent {
+				if isolating(p) {
+					t.Errorf("%q is inside <%s dir=%q> holding %q: it takes that text's direction", s, p.Data, attr(p, "dir"), text(p))
+					break
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%q not on the page", s)
+		}
+	}
 }

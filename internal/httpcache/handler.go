@@ -10,19 +10,18 @@ import (
 // Encoder's minimum, in the coding the request's Accept-Encoding picks, for
 // answers made per request (GraphQL's). Such an answer is held until next
 // returns, then compressed in one call; its ETag, if any, becomes weak. A
-// HEAD, a 304, an answer already coded and any other status pass as they
-// are, and so does an event stream (text/event-stream), which must reach
-// the client event by event as it is flushed. A nil Encoder returns next.
+// HEAD gets the headers of the same GET (next writes the GET's answer,
+// which is compressed and measured, not sent). A 304, an answer already
+// coded and any other status pass as they are, and so does an event
+// stream (text/event-stream), which must reach the client event by event
+// as it is flushed. A nil Encoder returns next.
 func (e *Encoder) Handler(next http.Handler) http.Handler {
 	if e == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := Identity
-		if r.Method != http.MethodHead {
-			c = Negotiate(r.Header.Get("Accept-Encoding"))
-		}
-		cw := &compressWriter{ResponseWriter: w, enc: e, coding: c}
+		c := Negotiate(r.Header.Get("Accept-Encoding"))
+		cw := &compressWriter{ResponseWriter: w, enc: e, coding: c, head: r.Method == http.MethodHead}
 		next.ServeHTTP(cw, r)
 		cw.finish()
 	})
@@ -34,6 +33,7 @@ type compressWriter struct {
 	http.ResponseWriter
 	enc     *Encoder
 	coding  Coding
+	head    bool   // a HEAD: the held answer is measured, not written
 	wrote   bool   // WriteHeader passed on or held
 	holding bool   // the answer is being held for compression
 	status  int    // held status
@@ -98,7 +98,9 @@ func (w *compressWriter) finish() {
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.ResponseWriter.WriteHeader(w.status)
-	_, _ = w.ResponseWriter.Write(body)
+	if !w.head {
+		_, _ = w.ResponseWriter.Write(body)
+	}
 }
 
 // Flush sends what is held uncompressed and passes the rest through: a

@@ -93,6 +93,7 @@
   var etag = root.getAttribute('data-etag');
   var liveURL = root.getAttribute('data-live'), liveBody = root.getAttribute('data-live-body');
   var delay = every, timer = null, busy = false, again = false;
+  var hold = 0; // no refresh before this time (ms): the server said when to come back
   var streaming = false; // a stream is open and delivering
   var SAFETY = 4; // the poll interval is this many times longer while streaming
 
@@ -156,10 +157,20 @@
     if (!src) return;
     if (busy) { again = true; return; } // one more once this one is done
     if (document.hidden) { again = true; return; } // visibilitychange refreshes on return
+    // Told to wait (429, 503): updates and the return of a hidden tab
+    // wait too, rather than ask again before then.
+    var wait = hold - Date.now();
+    if (wait > 0) { schedule(wait); return; }
     busy = true;
     fetch(src, { cache: 'no-cache', credentials: 'omit', headers: { 'Accept': 'text/html' } })
       .then(function (r) {
-        if (!r.ok) throw new Error(String(r.status));
+        if (!r.ok) {
+          var after = parseInt(r.headers.get('Retry-After'), 10);
+          // Widgets of one dashboard share the limit: they come back spread
+          // over a few seconds, not at once.
+          if (after > 0) hold = Date.now() + after * 1000 + Math.random() * Math.min(after * 250, 10000);
+          throw new Error(String(r.status));
+        }
         // Compared weakly: a compressed answer carries the weak form
         // (W/"…") of the tag the page was given.
         var t = r.headers.get('ETag');
@@ -171,7 +182,7 @@
         if (html !== null) apply(html);
         delay = pollDelay();
       })
-      .catch(function () { delay = Math.min(Math.max(delay, every) * 2, 5 * 60 * 1000); })
+      .catch(function () { delay = Math.max(Math.min(Math.max(delay, every) * 2, 5 * 60 * 1000), hold - Date.now()); })
       .then(function () {
         busy = false;
         if (again) { again = false; schedule(0); } else schedule(delay);
