@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ type process struct {
 	pages *pages.Service
 	hub   *live.Hub
 	cache cache.Cache
+	// close stops the hub and closes the origin client and the cache the
+	// process made; it runs at the test's end if not before.
+	close func()
 }
 
 type processOptions struct {
@@ -70,7 +74,7 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { oc.Close() })
+	closers := []func(){func() { oc.Close() }}
 	c := po.cache
 	if c == nil {
 		negative := po.negativeTTL
@@ -81,10 +85,20 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { m.Close() })
+		closers = append(closers, func() { m.Close() })
 		c = m
 	}
 	p := &process{cache: c, pages: pages.New(pages.Config{Cache: c, Origin: oc, Refresh: refresh})}
+	p.close = sync.OnceFunc(func() {
+		// The hub first: its updater uses the others.
+		if p.hub != nil {
+			p.hub.Close()
+		}
+		for _, c := range closers {
+			c()
+		}
+	})
+	t.Cleanup(p.close)
 	if po.noHub {
 		return p
 	}
@@ -98,7 +112,6 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.hub.Close)
 	return p
 }
 
