@@ -405,6 +405,7 @@ func TestUpdaterTopBoundsPopularChannels(t *testing.T) {
 		}
 	}
 	waitFor(t, "the updater to track three channels", func() bool { return p.hub.Stats().Updater.Tracked == 3 })
+	time.Sleep(testRefresh / 2) // refreshes the last reads started in the background reach the origin
 	count := func(chs []string) []int64 {
 		var out []int64
 		for _, ch := range chs {
@@ -461,6 +462,10 @@ func TestUpdaterWaitsOutOpenBreaker(t *testing.T) {
 	waitFor(t, "the first copies", func() bool { return w.origin.Total() >= 5 })
 	w.origin.SetFault("/s/", fixtures.Fault{Status: 500})
 	waitFor(t, "the breaker to pause the updater", func() bool { return time.Now().Before(p.hub.Stats().Updater.PausedUntil) })
+	// The cycle that paused it counts its other loads' outcomes; the
+	// next one is paused.
+	cycles := p.hub.Stats().Updater.Cycles
+	waitFor(t, "a paused cycle", func() bool { return p.hub.Stats().Updater.Cycles > cycles })
 	st := p.hub.Stats().Updater
 	for time.Now().Before(st.PausedUntil.Add(-50 * time.Millisecond)) {
 		if now := p.hub.Stats().Updater; now.Refreshes != st.Refreshes {
