@@ -327,9 +327,11 @@ func (u *updater) stats() UpdaterStats {
 // stays so until idle passes without a read. A copy serves its readers
 // for a window anyway, so refreshing ahead pays off only for a channel
 // read again after its refresh point: a name read once, or in one burst,
-// is never refreshed ahead, and a name read once per minute costs the
-// origin no more than its readers do. The top popular channels by read
-// count (decaying by half every HalfLife) are kept fresh.
+// is never refreshed ahead. Once popular, a channel costs one fetch per
+// window until idle after its last read, however rarely it is read
+// meanwhile; Top bounds what that can add up to. The top popular
+// channels by read count (decaying by half every HalfLife) are kept
+// fresh.
 type popularity struct {
 	top          int
 	factor       float64 // a score's decay per cycle
