@@ -1,7 +1,11 @@
 package live_test
 
 import (
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -9,64 +13,136 @@ import (
 
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/live"
+	"github.com/tmefeed/tmefeed/server"
 )
 
-// BenchmarkUserP99DuringUpdates measures user reads of 200 channels'
-// newest pages with the updater keeping them fresh and with it off,
-// alternating rounds in one run, and reports each side's p99 and their
-// ratio (target: at most 1.5). Run with
+// BenchmarkUserP99DuringUpdates measures users' GET /v1/body/<channel>
+// requests over HTTP for 200 channels with the updater keeping them fresh
+// and with it off, and reports each side's p99 and their ratio (target:
+// at most 1.5). Rounds alternate between the two in one run; each round
+// builds its own process (origin client, cache, pages, hub, REST server)
+// and closes it after, so only that round's stack runs while it is
+// measured. Run with
 //
 //	go test -run '^$' -bench UserP99 -benchtime 1x ./live
 func BenchmarkUserP99DuringUpdates(b *testing.B) {
 	w := newWorld(b, fixtures.OriginOptions{Synthetic: 200, Latency: 5 * time.Millisecond})
 	channels := w.origin.Channels()[len(w.origin.Channels())-200:]
-	const refresh = time.Second
-	procs := map[bool]*process{}
-	for _, on := range []bool{true, false} {
-		procs[on] = w.process(b, processOptions{refresh: refresh, hub: live.Config{Updater: live.UpdaterConfig{Off: !on}}})
-		for _, ch := range channels {
-			procs[on].read(b, ch)
-		}
-	}
-	waitFor(b, "the updater to track the channels", func() bool { return procs[true].hub.Stats().Updater.Tracked == 200 })
+	const (
+		refresh = time.Second
+		readers = 8
+		rounds  = 8
+	)
 	lat := map[bool][]time.Duration{}
+	var updater live.UpdaterStats
 	b.ResetTimer()
 	for range b.N {
-		for round := range 6 {
+		for round := range rounds {
 			on := round%2 == 0
-			p := procs[on]
-			// Two refresh windows of 8 concurrent readers.
-			end := time.Now().Add(2 * refresh)
-			var mu sync.Mutex
-			var wg sync.WaitGroup
-			for range 8 {
-				wg.Go(func() {
-					var mine []time.Duration
-					for time.Now().Before(end) {
-						ch := channels[rand.IntN(len(channels))]
-						start := time.Now()
-						p.read(b, ch)
-						mine = append(mine, time.Since(start))
-					}
-					mu.Lock()
-					lat[on] = append(lat[on], mine...)
-					mu.Unlock()
-				})
+			d, st := userRound(b, w, channels, on, refresh, readers)
+			lat[on] = append(lat[on], d...)
+			if on {
+				updater.Cycles += st.Cycles
+				updater.Refreshes += st.Refreshes
+				updater.Errors += st.Errors
+				updater.MaxInFlight = max(updater.MaxInFlight, st.MaxInFlight)
 			}
-			wg.Wait()
 		}
 	}
 	b.StopTimer()
-	p99 := func(d []time.Duration) time.Duration {
+	for _, d := range lat {
 		slices.Sort(d)
-		return d[len(d)*99/100]
 	}
-	on, off := p99(lat[true]), p99(lat[false])
+	q := func(on bool, q float64) time.Duration { return lat[on][int(float64(len(lat[on]))*q)] }
+	on, off := q(true, 0.99), q(false, 0.99)
 	ratio := float64(on) / float64(off)
-	st := procs[true].hub.Stats().Updater
-	b.Logf("user read p99: updater on %v (%d reads), off %v (%d reads), ratio %.2f; updater: %d cycles, %d refreshes, max %d in flight",
-		on, len(lat[true]), off, len(lat[false]), ratio, st.Cycles, st.Refreshes, st.MaxInFlight)
+	b.Logf("user requests, updater on: %d, p50 %v, p90 %v, p99 %v; off: %d, p50 %v, p90 %v, p99 %v; p99 ratio %.2f",
+		len(lat[true]), q(true, 0.5), q(true, 0.9), on, len(lat[false]), q(false, 0.5), q(false, 0.9), off, ratio)
+	b.Logf("updater over the measured windows: %d cycles, %d refreshes, %d errors, max %d in flight",
+		updater.Cycles, updater.Refreshes, updater.Errors, updater.MaxInFlight)
 	b.ReportMetric(float64(on.Microseconds()), "p99-on-µs")
 	b.ReportMetric(float64(off.Microseconds()), "p99-off-µs")
 	b.ReportMetric(ratio, "p99-ratio")
+}
+
+// userRound builds one process with the updater on or off, makes the
+// channels popular as users do (each read cold, then reads over more
+// than a window), measures readers' requests over two refresh windows and
+// closes the process. It returns the measured latencies and the updater's
+// work during the measured windows.
+func userRound(b *testing.B, w *world, channels []string, on bool, refresh time.Duration, readers int) ([]time.Duration, live.UpdaterStats) {
+	b.Helper()
+	p := w.process(b, processOptions{refresh: refresh, hub: live.Config{Updater: live.UpdaterConfig{Off: !on}}})
+	srv := httptest.NewServer(server.New(server.Config{Pages: p.pages, Refresh: refresh}))
+	tr := &http.Transport{MaxIdleConnsPerHost: readers}
+	client := &http.Client{Transport: tr}
+	defer func() {
+		tr.CloseIdleConnections()
+		srv.Close()
+		p.close()
+	}()
+	get := func(ch string) {
+		resp, err := client.Get(srv.URL + "/v1/body/" + ch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatal(fmt.Errorf("GET /v1/body/%s: %d, %v", ch, resp.StatusCode, err))
+		}
+	}
+	// read runs the readers until done says so, each request timed.
+	read := func(done func() bool) []time.Duration {
+		var mu sync.Mutex
+		var all []time.Duration
+		var wg sync.WaitGroup
+		for range readers {
+			wg.Go(func() {
+				var mine []time.Duration
+				for !done() {
+					ch := channels[rand.IntN(len(channels))]
+					start := time.Now()
+					get(ch)
+					mine = append(mine, time.Since(start))
+				}
+				mu.Lock()
+				all = append(all, mine...)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return all
+	}
+
+	// Warm-up, not measured, alike for both sides: every channel read
+	// cold, then reads for more than a window, until the updater (when
+	// on) keeps all of them fresh.
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range readers {
+		wg.Go(func() {
+			for j := i; j < len(channels); j += readers {
+				get(channels[j])
+			}
+		})
+	}
+	wg.Wait()
+	read(func() bool {
+		if time.Since(start) > 10*refresh {
+			b.Fatalf("the updater tracks %d channels after %v of reads", p.hub.Stats().Updater.Tracked, time.Since(start))
+		}
+		return time.Since(start) > refresh+refresh/5 && (!on || p.hub.Stats().Updater.Tracked == len(channels))
+	})
+
+	before := p.hub.Stats().Updater
+	end := time.Now().Add(2 * refresh)
+	d := read(func() bool { return !time.Now().Before(end) })
+	after := p.hub.Stats().Updater
+	return d, live.UpdaterStats{
+		Cycles:      after.Cycles - before.Cycles,
+		Refreshes:   after.Refreshes - before.Refreshes,
+		Errors:      after.Errors - before.Errors,
+		MaxInFlight: after.MaxInFlight,
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,9 @@ type process struct {
 	pages *pages.Service
 	hub   *live.Hub
 	cache cache.Cache
+	// close stops the hub and closes the origin client and the cache the
+	// process made; it runs at the test's end if not before.
+	close func()
 }
 
 type processOptions struct {
@@ -47,6 +51,14 @@ type processOptions struct {
 	hub     live.Config // Pages, Refresh and Logger are filled in
 	noHub   bool
 	refresh time.Duration // 0: testRefresh
+	// negativeTTL is how long the embedded tier remembers a failed load;
+	// 0: half the refresh point, as NEGATIVE_CACHE_TTL's 5 s is to
+	// CACHE_MODE=normal's 10 s.
+	negativeTTL time.Duration
+	// breakerFailures and breakerCoolDown tune the origin client's
+	// breaker; 0: its defaults.
+	breakerFailures int
+	breakerCoolDown time.Duration
 }
 
 func (w *world) process(t testing.TB, po processOptions) *process {
@@ -55,21 +67,38 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 	if refresh == 0 {
 		refresh = testRefresh
 	}
-	oc, err := origin.New(origin.Config{BaseURL: w.url, MaxRetries: -1, MaxConnsPerHost: 64, RequestTimeout: 5 * time.Second})
+	oc, err := origin.New(origin.Config{
+		BaseURL: w.url, MaxRetries: -1, MaxConnsPerHost: 64, RequestTimeout: 5 * time.Second,
+		BreakerFailures: po.breakerFailures, BreakerCoolDown: po.breakerCoolDown,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { oc.Close() })
+	closers := []func(){func() { oc.Close() }}
 	c := po.cache
 	if c == nil {
-		m, err := cache.NewMemory(cache.MemoryConfig{Refresh: refresh, Failures: origin.Failures{}})
+		negative := po.negativeTTL
+		if negative == 0 {
+			negative = refresh / 2
+		}
+		m, err := cache.NewMemory(cache.MemoryConfig{Refresh: refresh, Failures: origin.Failures{}, NegativeTTL: negative})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { m.Close() })
+		closers = append(closers, func() { m.Close() })
 		c = m
 	}
 	p := &process{cache: c, pages: pages.New(pages.Config{Cache: c, Origin: oc, Refresh: refresh})}
+	p.close = sync.OnceFunc(func() {
+		// The hub first: its updater uses the others.
+		if p.hub != nil {
+			p.hub.Close()
+		}
+		for _, c := range closers {
+			c()
+		}
+	})
+	t.Cleanup(p.close)
 	if po.noHub {
 		return p
 	}
@@ -83,7 +112,6 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.hub.Close)
 	return p
 }
 

@@ -19,6 +19,8 @@ const (
 	DefaultConcurrency = 16              // UPDATER_CONCURRENCY
 	DefaultTop         = 200             // UPDATER_TOP
 	DefaultHalfLife    = 2 * time.Minute // popularity halves when a channel is not read for this long
+	DefaultIdle        = 3 * time.Minute // a popular channel not read for this long is no longer refreshed (at least two refresh windows)
+	DefaultMaxBackoff  = 5 * time.Minute // the longest a failing channel waits for its next load
 )
 
 // UpdaterConfig tunes the background updater.
@@ -30,8 +32,9 @@ type UpdaterConfig struct {
 	// Concurrency bounds the updater's page loads in flight, so at most
 	// that many origin fetches are its own (UPDATER_CONCURRENCY).
 	Concurrency int
-	// Top bounds the popular channels kept fresh (UPDATER_TOP); channels
-	// with a subscriber are refreshed on top of these.
+	// Top bounds the popular channels kept fresh (UPDATER_TOP): the most
+	// read of the channels read repeatedly (see popularity). Channels with
+	// a subscriber are refreshed on top of these.
 	Top int
 	// Lead is how long before its refresh point a page is refreshed; 0
 	// means a quarter of the refresh point.
@@ -39,8 +42,17 @@ type UpdaterConfig struct {
 	// Interval is how often the updater looks for pages due; 0 means a
 	// tenth of the refresh point.
 	Interval time.Duration
-	// HalfLife is how fast a channel's popularity decays (DefaultHalfLife).
+	// HalfLife is how fast a channel's read count decays
+	// (DefaultHalfLife); it ranks the popular channels for Top.
 	HalfLife time.Duration
+	// Idle is how long after its last read a popular channel is still
+	// refreshed; 0 means DefaultIdle, or two refresh windows if longer.
+	Idle time.Duration
+	// MaxBackoff caps the wait of a channel whose loads fail: one refresh
+	// window after the first failure, doubling with each further one up
+	// to MaxBackoff (DefaultMaxBackoff). A channel that does not exist
+	// waits MaxBackoff at once and leaves the popular set.
+	MaxBackoff time.Duration
 }
 
 // UpdaterStats describes the updater's work so far.
@@ -52,6 +64,8 @@ type UpdaterStats struct {
 	LastCycle   time.Duration // how long the last cycle's loads took
 	Lag         time.Duration // how far past its refresh point the latest page was when the last cycle refreshed it (0: none was late)
 	PausedUntil time.Time     // no loads before this (an origin Retry-After or open breaker)
+	BackingOff  int           // channels waiting out failed loads (see UpdaterConfig.MaxBackoff)
+	Gone        uint64        // popular channels dropped because they do not exist or are not channels
 	MaxInFlight int64         // most loads in flight at once
 	// Bytes estimates the heap the popularity counts take.
 	Bytes int64
@@ -65,17 +79,18 @@ type updater struct {
 	popular  *popularity
 	kick     chan struct{}
 	due      map[string]time.Time // channel → refresh point of its copy, as last seen; the run goroutine's own
+	backoff  map[string]backoff   // channel → its failed loads; the run goroutine's own
 	pausedNs atomic.Int64         // unix nanos: no loads before
 
-	cycles, refreshes, errors atomic.Uint64
-	lastCycle, lag            atomic.Int64
-	tracked                   atomic.Int64
-	inFlight, maxInFlight     atomic.Int64
+	cycles, refreshes, errors, gone atomic.Uint64
+	lastCycle, lag                  atomic.Int64
+	tracked, backingOff             atomic.Int64
+	inFlight, maxInFlight           atomic.Int64
 }
 
 // newUpdater returns nil when the updater is off.
 func newUpdater(h *Hub, cfg UpdaterConfig) (*updater, error) {
-	if cfg.Concurrency < 0 || cfg.Top < 0 || cfg.Lead < 0 || cfg.Interval < 0 || cfg.HalfLife < 0 {
+	if cfg.Concurrency < 0 || cfg.Top < 0 || cfg.Lead < 0 || cfg.Interval < 0 || cfg.HalfLife < 0 || cfg.Idle < 0 || cfg.MaxBackoff < 0 {
 		return nil, fmt.Errorf("live: negative UpdaterConfig value: %+v", cfg)
 	}
 	if cfg.Off || h.cfg.Refresh <= 0 {
@@ -86,6 +101,8 @@ func newUpdater(h *Hub, cfg UpdaterConfig) (*updater, error) {
 	defaults.Set(&cfg.Lead, h.cfg.Refresh/4)
 	defaults.Set(&cfg.Interval, h.cfg.Refresh/10)
 	defaults.Set(&cfg.HalfLife, DefaultHalfLife)
+	defaults.Set(&cfg.Idle, max(DefaultIdle, 2*h.cfg.Refresh))
+	defaults.Set(&cfg.MaxBackoff, DefaultMaxBackoff)
 	if cfg.Lead >= h.cfg.Refresh {
 		return nil, fmt.Errorf("live: updater lead %v is not shorter than the refresh point %v", cfg.Lead, h.cfg.Refresh)
 	}
@@ -93,9 +110,10 @@ func newUpdater(h *Hub, cfg UpdaterConfig) (*updater, error) {
 		hub:     h,
 		cfg:     cfg,
 		refresh: h.cfg.Refresh,
-		popular: newPopularity(cfg.Top, math.Pow(0.5, float64(cfg.Interval)/float64(cfg.HalfLife))),
+		popular: newPopularity(cfg.Top, math.Pow(0.5, float64(cfg.Interval)/float64(cfg.HalfLife)), h.cfg.Refresh, cfg.Idle),
 		kick:    make(chan struct{}, 1),
 		due:     map[string]time.Time{},
+		backoff: map[string]backoff{},
 	}, nil
 }
 
@@ -124,12 +142,19 @@ func (u *updater) run() {
 // cycle refreshes the tracked channels whose copy is due.
 func (u *updater) cycle(ctx context.Context) {
 	start := u.hub.now()
-	top := u.popular.decay()
+	top := u.popular.decay(start)
 	tracked := slices.Compact(slices.Sorted(slices.Values(append(top, u.hub.watched()...))))
 	u.tracked.Store(int64(len(tracked)))
 	for ch := range u.due {
 		if _, ok := slices.BinarySearch(tracked, ch); !ok {
 			delete(u.due, ch)
+		}
+	}
+	// A channel's failures are remembered until its wait is over, tracked
+	// or not: leaving the popular set and coming back does not reset it.
+	for ch, b := range u.backoff {
+		if _, ok := slices.BinarySearch(tracked, ch); !ok && !start.Before(b.until) {
+			delete(u.backoff, ch)
 		}
 	}
 	if until := time.Unix(0, u.pausedNs.Load()); start.Before(until) {
@@ -143,6 +168,9 @@ func (u *updater) cycle(ctx context.Context) {
 	// point, so a page is fetched once per window (cache.RefreshAhead).
 	var due []string
 	for _, ch := range tracked {
+		if b, ok := u.backoff[ch]; ok && start.Before(b.until) {
+			continue // failed lately: not asked again before its wait is over
+		}
 		if at, ok := u.due[ch]; !ok || !start.Before(at.Add(-u.cfg.Lead)) {
 			due = append(due, ch)
 		}
@@ -193,28 +221,75 @@ func (u *updater) cycle(ctx context.Context) {
 	close(results)
 	var refreshed, failed int
 	var late time.Duration
+	end := u.hub.now()
 	for r := range results {
 		u.refreshes.Add(1)
 		if r.err != nil {
 			failed++
 			u.errors.Add(1)
-			if until, ok := pages.RetryAt(r.err); ok {
-				u.pause(until)
-			}
+			u.failed(ctx, r.ch, r.err, end)
 			continue
 		}
+		delete(u.backoff, r.ch)
 		if at, ok := u.due[r.ch]; !ok || r.refreshAt.After(at) {
 			refreshed++
 		}
 		u.due[r.ch] = r.refreshAt
 		late = max(late, r.late)
 	}
-	took := u.hub.now().Sub(start)
+	took := end.Sub(start)
 	u.cycles.Add(1)
 	u.lastCycle.Store(int64(took))
 	u.lag.Store(int64(late))
+	u.backingOff.Store(int64(len(u.backoff)))
 	u.hub.log.Debug("live: updater cycle", "tracked", len(tracked), "due", len(due),
-		"refreshed", refreshed, "failed", failed, "lag", late, "took", took)
+		"refreshed", refreshed, "failed", failed, "backing_off", len(u.backoff), "lag", late, "took", took)
+}
+
+// backoff is a channel's run of failed loads.
+type backoff struct {
+	failures int       // in a row
+	until    time.Time // no load of the channel before
+}
+
+// failed decides when a channel whose load failed at now is loaded again.
+// The origin's own word (a Retry-After, an open breaker) pauses every load
+// and says nothing about the channel. A channel that does not exist, or
+// is not a channel, leaves the popular set and waits MaxBackoff: users
+// reading it are answered from the cache's remembered failure, and
+// nothing refreshed ahead would serve them. Other failures (5xx,
+// timeouts, broken pages) wait one refresh window, then twice as long
+// after each further failure, up to MaxBackoff, so that a failing
+// channel costs the origin a load per wait, not one per cycle.
+func (u *updater) failed(ctx context.Context, ch string, err error, now time.Time) {
+	if until, ok := pages.RetryAt(err); ok {
+		u.pause(until)
+		return
+	}
+	if ctx.Err() != nil {
+		return // shutting down: not the channel's failure
+	}
+	b := u.backoff[ch]
+	b.failures++
+	if pages.Lasting(err) {
+		if u.popular.drop(ch, now, now.Add(u.cfg.MaxBackoff)) {
+			u.gone.Add(1)
+		}
+		b.until = now.Add(u.cfg.MaxBackoff)
+	} else {
+		b.until = now.Add(backoffDelay(u.refresh, u.cfg.MaxBackoff, b.failures))
+	}
+	u.backoff[ch] = b
+}
+
+// backoffDelay is the wait after the given number of failures in a row:
+// first one window, doubling up to most.
+func backoffDelay(window, most time.Duration, failures int) time.Duration {
+	d := window
+	for i := 1; i < failures && d < most; i++ {
+		d *= 2
+	}
+	return min(d, most)
 }
 
 // pause stops loads until t.
@@ -235,20 +310,43 @@ func (u *updater) stats() UpdaterStats {
 		LastCycle:   time.Duration(u.lastCycle.Load()),
 		Lag:         time.Duration(u.lag.Load()),
 		PausedUntil: time.Unix(0, u.pausedNs.Load()),
+		BackingOff:  int(u.backingOff.Load()),
+		Gone:        u.gone.Load(),
 		MaxInFlight: u.maxInFlight.Load(),
 		Bytes:       u.popular.bytes(),
 	}
 }
 
-// popularity counts reads of channels' newest pages over a decaying
-// window. hit is on request paths: one map lookup and an atomic add.
+// popularity counts reads of channels' newest pages and says which are
+// read repeatedly: those the updater keeps fresh. hit is on request
+// paths: one map lookup and an atomic add; the rest runs once a cycle on
+// the updater's goroutine.
+//
+// A channel is popular once its reads span a refresh window — read, then
+// read again a window or more later, with no gap of idle between — and
+// stays so until idle passes without a read. A copy serves its readers
+// for a window anyway, so refreshing ahead pays off only for a channel
+// read again after its refresh point: a name read once, or in one burst,
+// is never refreshed ahead. Once popular, a channel costs one fetch per
+// window until idle after its last read, however rarely it is read
+// meanwhile; Top bounds what that can add up to. The top popular
+// channels by read count (decaying by half every HalfLife) are kept
+// fresh.
 type popularity struct {
-	top    int
-	factor float64  // a score's decay per cycle
-	counts sync.Map // channel → *atomic.Int64: reads since the last cycle
-	size   atomic.Int64
-	scores map[string]float64 // the updater goroutine's own
-	scored atomic.Int64       // len(scores), for bytes
+	top          int
+	factor       float64 // a score's decay per cycle
+	window, idle time.Duration
+	counts       sync.Map // channel → *atomic.Int64: reads since the last cycle
+	size         atomic.Int64
+	reads        map[string]reads // the updater goroutine's own
+	scored       atomic.Int64     // len(reads), for bytes
+}
+
+// reads is what popularity knows of one channel.
+type reads struct {
+	score       float64   // decayed read count: the rank among popular channels
+	first, last time.Time // the cycles that counted the current run of reads; first is zero when there is none
+	dropped     time.Time // reads before this do not count towards a run (the channel does not exist)
 }
 
 // maxCounted bounds the channels counted between two cycles: reads of
@@ -256,10 +354,11 @@ type popularity struct {
 func (p *popularity) maxCounted() int64 { return int64(4*p.top + 256) }
 
 // Heap per counted channel (sync.Map entry, key, counter) and per scored
-// one (map slot, key): estimates from the types' sizes, generous.
+// one (map slot with its reads, key): estimates from the types' sizes,
+// generous.
 const (
 	countedBytes = 160
-	scoredBytes  = 96
+	scoredBytes  = 176
 )
 
 // bytes estimates the heap the counts and scores take.
@@ -267,8 +366,8 @@ func (p *popularity) bytes() int64 {
 	return p.size.Load()*countedBytes + p.scored.Load()*scoredBytes
 }
 
-func newPopularity(top int, factor float64) *popularity {
-	return &popularity{top: top, factor: factor, scores: map[string]float64{}}
+func newPopularity(top int, factor float64, window, idle time.Duration) *popularity {
+	return &popularity{top: top, factor: factor, window: window, idle: idle, reads: map[string]reads{}}
 }
 
 func (p *popularity) hit(channel string) {
@@ -286,45 +385,78 @@ func (p *popularity) hit(channel string) {
 	c.(*atomic.Int64).Add(1)
 }
 
-// decay folds the reads since the last cycle into the decayed scores and
-// returns the Top channels by score.
-func (p *popularity) decay() []string {
-	for ch, s := range p.scores {
-		p.scores[ch] = s * p.factor
+// drop takes channel out of the popular set at now: reads before until
+// do not count, so it comes back only when read over a window after that.
+// It reports whether the channel was popular.
+func (p *popularity) drop(channel string, now, until time.Time) bool {
+	r := p.reads[channel]
+	was := p.popular(r, now)
+	r.first, r.last, r.dropped = time.Time{}, time.Time{}, until
+	p.reads[channel] = r
+	p.scored.Store(int64(len(p.reads)))
+	return was
+}
+
+// popular reports whether r's reads make a popular channel at now.
+func (p *popularity) popular(r reads, now time.Time) bool {
+	return !r.first.IsZero() && r.last.Sub(r.first) >= p.window && now.Sub(r.last) <= p.idle
+}
+
+// decay folds the reads since the last cycle, counted at now, into the
+// channels' runs and decayed scores, and returns the top popular
+// channels by score.
+func (p *popularity) decay(now time.Time) []string {
+	for ch, r := range p.reads {
+		r.score *= p.factor
+		p.reads[ch] = r
 	}
 	p.counts.Range(func(k, v any) bool {
-		if n := v.(*atomic.Int64).Swap(0); n > 0 {
-			p.scores[k.(string)] += float64(n)
-		} else {
+		n := v.(*atomic.Int64).Swap(0)
+		if n == 0 {
 			p.counts.Delete(k)
 			p.size.Add(-1)
+			return true
 		}
+		ch := k.(string)
+		r := p.reads[ch]
+		r.score += float64(n)
+		if !now.Before(r.dropped) {
+			if r.first.IsZero() || now.Sub(r.last) > p.idle {
+				r.first = now // a new run of reads
+			}
+			r.last = now
+		}
+		p.reads[ch] = r
 		return true
 	})
 	type scored struct {
-		ch string
-		s  float64
+		ch      string
+		s       float64
+		popular bool
 	}
-	all := make([]scored, 0, len(p.scores))
-	for ch, s := range p.scores {
-		if s < 0.05 { // about five half-lives without a read
-			delete(p.scores, ch)
+	all := make([]scored, 0, len(p.reads))
+	for ch, r := range p.reads {
+		if now.Sub(r.last) > p.idle && !now.Before(r.dropped) {
+			delete(p.reads, ch) // idle: forgotten, so a later read starts afresh
 			continue
 		}
-		all = append(all, scored{ch, s})
+		all = append(all, scored{ch, r.score, p.popular(r, now)})
 	}
 	slices.SortFunc(all, func(a, b scored) int { return cmp.Or(cmp.Compare(b.s, a.s), cmp.Compare(a.ch, b.ch)) })
-	if len(all) > p.top {
-		// Beyond twice Top, scores only cost memory.
-		for _, x := range all[min(len(all), 2*p.top):] {
-			delete(p.scores, x.ch)
-		}
-		all = all[:p.top]
+	// Beyond twice Top, scores only cost memory.
+	for _, x := range all[min(len(all), 2*p.top):] {
+		delete(p.reads, x.ch)
 	}
-	p.scored.Store(int64(len(p.scores)))
-	out := make([]string, len(all))
-	for i, x := range all {
-		out[i] = x.ch
+	all = all[:min(len(all), 2*p.top)]
+	p.scored.Store(int64(len(p.reads)))
+	var out []string
+	for _, x := range all {
+		if len(out) == p.top {
+			break
+		}
+		if x.popular {
+			out = append(out, x.ch)
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package live_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math"
@@ -21,57 +22,83 @@ import (
 
 // answers counts what users were answered: reads of the newest pages,
 // REST responses rendered from them (as /v1/body serves them) and feeds
-// over all of them, and how many of each were stale.
+// over all of them, and how many of each were stale or waited for the
+// origin (a miss).
 type answers struct {
-	pages, pagesStale       int
-	rendered, renderedStale int
-	feeds, feedsStale       int
+	pages, pagesStale, pagesMissed          int
+	rendered, renderedStale, renderedMissed int
+	feeds, feedsStale                       int
 }
 
-func (a answers) stale() int { return a.pagesStale + a.renderedStale + a.feedsStale }
+func (a answers) stale() int  { return a.pagesStale + a.renderedStale + a.feedsStale }
+func (a answers) missed() int { return a.pagesMissed + a.renderedMissed }
 
-// readAll reads every channel's newest page, its rendered response and a
-// feed of them all once per tick over the given number of refresh windows.
-func readAll(t *testing.T, p *process, fs *feed.Service, channels []string, windows int, refresh time.Duration) answers {
+// reader reads channels' newest pages, the responses rendered from them
+// and a feed of them all, as users do, and remembers the copies it saw.
+type reader struct {
+	p        *process
+	fs       *feed.Service
+	channels []string
+	seen     map[string]time.Time // channel → refresh point of the copy last read
+}
+
+// tick reads every channel's page and rendered response and the feed
+// once, adding to a.
+//
+// A read is a miss when it got a copy fetched after it began although
+// the copy read before had not been fresh at that moment: the user waited
+// for the origin. (A copy the updater stored while the previous one was
+// still fresh is not one: the read would have found that one.)
+func (r *reader) tick(t *testing.T, a *answers) {
 	t.Helper()
-	var a answers
 	ctx := t.Context()
 	render := func(res pages.Result) ([]byte, error) { return []byte(strconv.FormatUint(res.Hash, 16)), nil }
-	end := time.Now().Add(time.Duration(windows) * refresh)
-	for time.Now().Before(end) {
-		for _, ch := range channels {
-			a.pages++
-			if p.read(t, ch).Stale {
-				a.pagesStale++
-			}
-			e, err := p.pages.RenderedEntry(ctx, "test:body", origin.Request{Kind: parser.KindBody, Channel: ch}, render)
-			if err != nil {
-				t.Fatalf("rendered %s: %v", ch, err)
-			}
-			a.rendered++
-			if e.Stale || !time.Now().Before(e.RefreshAt) {
-				a.renderedStale++
-			}
-		}
-		fctx, fresh := pages.WithFreshness(ctx)
-		f, err := fs.Feed(fctx, feed.Request{Channels: channels, First: 20})
-		if err != nil {
-			t.Fatalf("feed: %v", err)
-		}
-		a.feeds++
-		if f.Stale || fresh.Stale() {
-			a.feedsStale++
-		}
-		time.Sleep(refresh / 15)
+	missed := func(ch string, start, fetched time.Time) bool {
+		seen, ok := r.seen[ch]
+		return fetched.After(start) && (!ok || !start.Before(seen))
 	}
-	return a
+	for _, ch := range r.channels {
+		start := time.Now()
+		res := r.p.read(t, ch)
+		a.pages++
+		if res.Stale {
+			a.pagesStale++
+		}
+		if missed(ch, start, res.FetchedAt) {
+			a.pagesMissed++
+		}
+		r.seen[ch] = res.RefreshAt
+		start = time.Now()
+		e, err := r.p.pages.RenderedEntry(ctx, "test:body", origin.Request{Kind: parser.KindBody, Channel: ch}, render)
+		if err != nil {
+			t.Fatalf("rendered %s: %v", ch, err)
+		}
+		a.rendered++
+		if e.Stale || !time.Now().Before(e.RefreshAt) {
+			a.renderedStale++
+		}
+		if missed(ch, start, e.FetchedAt) {
+			a.renderedMissed++
+		}
+	}
+	fctx, fresh := pages.WithFreshness(ctx)
+	f, err := r.fs.Feed(fctx, feed.Request{Channels: r.channels, First: 20})
+	if err != nil {
+		t.Fatalf("feed: %v", err)
+	}
+	a.feeds++
+	if f.Stale || fresh.Stale() {
+		a.feedsStale++
+	}
 }
 
 // Popular pages are refreshed before users see them stale: users reading
 // the top channels over two refresh windows — their pages, the responses
-// rendered from them, a feed of them — get no stale answer with the
-// updater on, and some with it off (same load, same origin). The updater
-// keeps one fetch per page per refresh window.
+// rendered from them, a feed of them — get no stale answer and no miss
+// with the updater on, and some stale ones with it off (same load, same
+// origin). The channels became popular as channels do: read over more
+// than a window before. The updater keeps one fetch per page per refresh
+// window.
 func TestUpdaterKeepsPopularPagesFresh(t *testing.T) {
 	// A window long enough for a loaded machine (or the race detector) to
 	// parse the pages in a fraction of it.
@@ -88,28 +115,39 @@ func TestUpdaterKeepsPopularPagesFresh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		r := &reader{p: p, fs: fs, channels: channels, seen: map[string]time.Time{}}
 		before := w.origin.Total()
 		start := time.Now()
-		for _, ch := range channels {
-			p.read(t, ch) // cold: each a miss, as no one read them before
+		// Users read the channels (cold at first: each a miss) over more
+		// than a window, which makes them popular.
+		var warm answers
+		for time.Since(start) < refresh+refresh/5 || (on && p.hub.Stats().Updater.Tracked != len(channels)) {
+			r.tick(t, &warm)
+			time.Sleep(refresh / 15)
+			if time.Since(start) > 10*refresh {
+				t.Fatalf("the updater tracks %d channels after %v of reads, want %d", p.hub.Stats().Updater.Tracked, time.Since(start), len(channels))
+			}
 		}
-		if on {
-			waitFor(t, "the updater to track the channels", func() bool { return p.hub.Stats().Updater.Tracked == len(channels) })
+		var a answers
+		for end := time.Now().Add(windows * refresh); time.Now().Before(end); {
+			r.tick(t, &a)
+			time.Sleep(refresh / 15)
 		}
-		a := readAll(t, p, fs, channels, windows, refresh)
 		fetches := w.origin.Total() - before
 		elapsed := time.Since(start)
 		p.hub.Close() // its updater fetches no more while the next process is measured
-		t.Logf("updater on=%v: stale pages %d/%d, rendered %d/%d, feeds %d/%d; %d fetches of %d pages in %v (refresh %v)",
-			on, a.pagesStale, a.pages, a.renderedStale, a.rendered, a.feedsStale, a.feeds, fetches, len(channels), elapsed.Round(time.Millisecond), refresh)
+		t.Logf("updater on=%v: stale pages %d/%d, rendered %d/%d, feeds %d/%d; missed pages %d, rendered %d; %d fetches of %d pages in %v (refresh %v)",
+			on, a.pagesStale, a.pages, a.renderedStale, a.rendered, a.feedsStale, a.feeds, a.pagesMissed, a.renderedMissed,
+			fetches, len(channels), elapsed.Round(time.Millisecond), refresh)
 		switch {
-		case on && a.stale() != 0:
-			t.Errorf("updater on: %+v stale answers, want none (stats %+v)", a, p.hub.Stats().Updater)
+		case on && (a.stale() != 0 || a.missed() != 0):
+			t.Errorf("updater on: %+v stale or missed answers, want none (stats %+v)", a, p.hub.Stats().Updater)
 		case !on && (a.pagesStale == 0 || a.renderedStale == 0 || a.feedsStale == 0):
 			t.Errorf("updater off: %+v; the load does not reach the refresh point", a)
 		}
 		// One fetch per page per window the reads reached: the cold one,
-		// then one ahead of each refresh point.
+		// then one ahead of (or, before the channels were popular, at)
+		// each refresh point.
 		if most := int64(len(channels)) * int64(math.Ceil(elapsed.Seconds()/refresh.Seconds())+1); on && fetches > most {
 			t.Errorf("updater on: %d fetches of %d pages in %v, want at most %d (one per page per window)", fetches, len(channels), elapsed, most)
 		}
@@ -232,4 +270,210 @@ func TestTwoProcessesShareUpdatesThroughValkey(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// readEvery reads channels' newest pages every interval until d has
+// passed, as a user polling them; it returns how many reads it made.
+// Failed reads are expected for names that are not channels.
+func readEvery(t *testing.T, p *process, channels []string, interval, d time.Duration) int {
+	t.Helper()
+	n := 0
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(interval) {
+		for _, ch := range channels {
+			_, _ = p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: ch})
+			n++
+		}
+	}
+	return n
+}
+
+// A channel is kept fresh because it is read repeatedly, not because it
+// was read once: a name read once, and one read in a burst, are fetched
+// once and never again over several refresh windows, while a channel
+// read over more than a window is refreshed.
+func TestUpdaterIgnoresNamesReadOnce(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{Synthetic: 3})
+	chs := w.origin.Channels()[len(w.origin.Channels())-3:]
+	once, burst, polled := chs[0], chs[1], chs[2]
+	p := w.process(t, processOptions{})
+	p.read(t, once)
+	for range 50 {
+		p.read(t, burst)
+	}
+	readEvery(t, p, []string{polled}, testRefresh/3, 2*testRefresh)
+	waitFor(t, "the polled channel to be tracked", func() bool { return p.hub.Stats().Updater.Tracked > 0 })
+	refreshed := w.origin.Requests("/s/" + polled)
+	time.Sleep(4 * testRefresh)
+	if n := p.hub.Stats().Updater.Tracked; n != 1 {
+		t.Errorf("updater tracks %d channels, want only the one read over two windows", n)
+	}
+	if n := w.origin.Requests("/s/" + once); n != 1 {
+		t.Errorf("a name read once was fetched %d times over 6 windows, want once", n)
+	}
+	if n := w.origin.Requests("/s/" + burst); n != 1 {
+		t.Errorf("a name read 50 times at once was fetched %d times over 6 windows, want once", n)
+	}
+	// The control: the channel read over two windows is kept fresh after
+	// its reads stop, about once per window.
+	if n := w.origin.Requests("/s/" + polled); n < refreshed+3 {
+		t.Errorf("the channel read over two windows was fetched %d times in the 4 windows after, want one per window", n-refreshed)
+	}
+}
+
+// A channel that does not exist is not polled: read by a user once per
+// refresh window for six windows (each read a 404), the origin sees it
+// at most once more than the user's reads, and not at all once the
+// reads stop; the updater dropped it from the popular set.
+func TestUpdaterDropsChannelsThatDoNotExist(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{})
+	p := w.process(t, processOptions{})
+	const name = "nobody_here"
+	reads := 0
+	for range 6 {
+		if _, err := p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: name}); !errors.Is(err, origin.ErrNotFound) {
+			t.Fatalf("reading %s: %v, want origin.ErrNotFound", name, err)
+		}
+		reads++
+		time.Sleep(testRefresh)
+	}
+	afterReads := w.origin.Requests("/s/" + name)
+	time.Sleep(4 * testRefresh)
+	n := w.origin.Requests("/s/" + name)
+	st := p.hub.Stats().Updater
+	t.Logf("%d reads; origin requests %d while read, %d in the 4 windows after; updater %+v", reads, afterReads, n-afterReads, st)
+	if n > int64(reads)+1 {
+		t.Errorf("origin asked for %s %d times for %d reads, want at most one more than the reads", name, n, reads)
+	}
+	if n != afterReads {
+		t.Errorf("origin asked for %s %d times after the reads stopped, want none", name, n-afterReads)
+	}
+	if st.Gone != 1 {
+		t.Errorf("updater dropped %d channels as gone, want 1", st.Gone)
+	}
+}
+
+// A channel failing with 500s is retried with backoff, one window after
+// the first failure and twice as long after each further one, not every
+// cycle; once the origin answers again its refreshes resume.
+func TestUpdaterBacksOffFailingChannel(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{Synthetic: 1})
+	ch := w.origin.Channels()[len(w.origin.Channels())-1]
+	// A breaker that does not open: the backoff alone must bound the loads.
+	p := w.process(t, processOptions{breakerFailures: 1000})
+	if _, err := p.hub.Subscribe(t.Context(), live.Request{Channels: []string{ch}}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/s/" + ch
+	waitFor(t, "the first copy", func() bool { return w.origin.Requests(path) > 0 })
+	w.origin.SetFault(path, fixtures.Fault{Status: 500})
+	before := w.origin.Requests(path)
+	const windows = 10
+	time.Sleep(windows * testRefresh)
+	n := w.origin.Requests(path) - before
+	t.Logf("%d loads of a failing channel over %d windows; updater %+v", n, windows, p.hub.Stats().Updater)
+	// Failures at about 0, 1, 3 and 7 windows after the first (which
+	// comes within a window of the fault): at most 4, one more for slack.
+	if n > 5 || n < 2 {
+		t.Errorf("%d loads of a failing channel over %d windows, want 2 to 5 (backing off from one window, doubling)", n, windows)
+	}
+	if st := p.hub.Stats().Updater; st.BackingOff != 1 {
+		t.Errorf("updater backing off %d channels, want 1", st.BackingOff)
+	}
+	w.origin.ClearFaults()
+	failing := w.origin.Requests(path)
+	waitFor(t, "refreshes to resume", func() bool {
+		return w.origin.Requests(path) > failing && p.hub.Stats().Updater.BackingOff == 0
+	})
+}
+
+// UpdaterConfig.Top bounds the popular set: of five channels read over two
+// windows, the three read most are kept fresh after the reads stop, the
+// other two are not refreshed at all.
+func TestUpdaterTopBoundsPopularChannels(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{Synthetic: 5})
+	chs := w.origin.Channels()[len(w.origin.Channels())-5:]
+	p := w.process(t, processOptions{hub: live.Config{Updater: live.UpdaterConfig{Top: 3}}})
+	most, less := chs[:3], chs[3:]
+	for end := time.Now().Add(2 * testRefresh); time.Now().Before(end); time.Sleep(testRefresh / 6) {
+		for _, ch := range most {
+			for range 3 {
+				p.read(t, ch)
+			}
+		}
+		for _, ch := range less {
+			p.read(t, ch)
+		}
+	}
+	waitFor(t, "the updater to track three channels", func() bool { return p.hub.Stats().Updater.Tracked == 3 })
+	time.Sleep(testRefresh / 2) // refreshes the last reads started in the background reach the origin
+	count := func(chs []string) []int64 {
+		var out []int64
+		for _, ch := range chs {
+			out = append(out, w.origin.Requests("/s/"+ch))
+		}
+		return out
+	}
+	mostBefore, lessBefore := count(most), count(less)
+	time.Sleep(4 * testRefresh)
+	mostAfter, lessAfter := count(most), count(less)
+	for i, ch := range most {
+		if mostAfter[i] < mostBefore[i]+3 {
+			t.Errorf("%s, among the 3 most read, was fetched %d times in 4 windows after its reads, want one per window", ch, mostAfter[i]-mostBefore[i])
+		}
+	}
+	for i, ch := range less {
+		if lessAfter[i] != lessBefore[i] {
+			t.Errorf("%s, read less than the top 3, was fetched %d times after its reads, want none", ch, lessAfter[i]-lessBefore[i])
+		}
+	}
+}
+
+// A popular channel is refreshed until Idle passes without a read, then
+// no more.
+func TestUpdaterForgetsChannelsNoLongerRead(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{Synthetic: 1})
+	ch := w.origin.Channels()[len(w.origin.Channels())-1]
+	const idle = 3 * testRefresh
+	p := w.process(t, processOptions{hub: live.Config{Updater: live.UpdaterConfig{Idle: idle}}})
+	readEvery(t, p, []string{ch}, testRefresh/3, 2*testRefresh)
+	waitFor(t, "the channel to be tracked", func() bool { return p.hub.Stats().Updater.Tracked == 1 })
+	lastRead := time.Now()
+	p.read(t, ch)
+	waitFor(t, "the channel to be forgotten", func() bool { return p.hub.Stats().Updater.Tracked == 0 })
+	if since := time.Since(lastRead); since < idle-testRefresh/10 {
+		t.Errorf("forgotten %v after its last read, want after %v", since, idle)
+	}
+	n := w.origin.Requests("/s/" + ch)
+	time.Sleep(4 * testRefresh)
+	if more := w.origin.Requests("/s/"+ch) - n; more != 0 {
+		t.Errorf("fetched %d times in the 4 windows after it was forgotten, want none", more)
+	}
+}
+
+// An open circuit breaker pauses the updater until it lets a probe
+// through: no load at all meanwhile, then refreshes resume.
+func TestUpdaterWaitsOutOpenBreaker(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{Synthetic: 5})
+	p := w.process(t, processOptions{breakerFailures: 3, breakerCoolDown: time.Second})
+	channels := w.origin.Channels()[len(w.origin.Channels())-5:]
+	if _, err := p.hub.Subscribe(t.Context(), live.Request{Channels: channels}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first copies", func() bool { return w.origin.Total() >= 5 })
+	w.origin.SetFault("/s/", fixtures.Fault{Status: 500})
+	waitFor(t, "the breaker to pause the updater", func() bool { return time.Now().Before(p.hub.Stats().Updater.PausedUntil) })
+	// The cycle that paused it counts its other loads' outcomes; the
+	// next one is paused.
+	cycles := p.hub.Stats().Updater.Cycles
+	waitFor(t, "a paused cycle", func() bool { return p.hub.Stats().Updater.Cycles > cycles })
+	st := p.hub.Stats().Updater
+	for time.Now().Before(st.PausedUntil.Add(-50 * time.Millisecond)) {
+		if now := p.hub.Stats().Updater; now.Refreshes != st.Refreshes {
+			t.Fatalf("%d loads while the breaker was open", now.Refreshes-st.Refreshes)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.origin.ClearFaults()
+	total := w.origin.Total()
+	waitFor(t, "refreshes to resume", func() bool { return w.origin.Total() > total })
 }
