@@ -58,7 +58,7 @@ type HTTP struct {
 	requests   *prometheus.CounterVec   // route, code
 	duration   *prometheus.HistogramVec // route
 	cache      *prometheus.CounterVec   // route, outcome
-	limited    *prometheus.CounterVec   // route
+	limited    *prometheus.CounterVec   // route, limit
 	opRequests *prometheus.CounterVec   // operation, code
 	opDuration *prometheus.HistogramVec // operation
 	inFlight   atomic.Int64             // read at scrape time by inFlightGauge
@@ -86,8 +86,8 @@ func newHTTP() *HTTP {
 		}, []string{"route", "outcome"}),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: name("http", "rate_limited_total"),
-			Help: "Requests refused with 429 by the per-client rate limit (RATE_LIMIT_RPM), by route pattern.",
-		}, []string{"route"}),
+			Help: "Requests refused with 429 by a per-client limit, by route pattern and limit: requests (RATE_LIMIT_RPM) or streams (STREAMS_PER_CLIENT).",
+		}, []string{"route", "limit"}),
 		opRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: name("graphql", "operations_total"),
 			Help: "GraphQL operations that passed the limits, by operation name (capped; \"other\" beyond) and HTTP status code.",
@@ -135,7 +135,8 @@ func (h *HTTP) Route(pattern string) *Route {
 	r := &Route{
 		name:     pattern,
 		duration: h.duration.WithLabelValues(pattern),
-		limited:  h.limited.WithLabelValues(pattern),
+		limited:  h.limited.WithLabelValues(pattern, "requests"),
+		limits:   h.limited,
 	}
 	r.codes.name, r.codes.vec = pattern, h.requests
 	for o := range numCacheOutcomes {
@@ -191,9 +192,13 @@ func (h *HTTP) Operation(opName string) *Operation {
 type Route struct {
 	name     string
 	duration prometheus.Observer
-	limited  prometheus.Counter
+	limited  prometheus.Counter // limit="requests"
 	cache    [numCacheOutcomes]prometheus.Counter
 	codes    statuses
+	// streams is limit="streams", made on first use: only /graphql has
+	// streams, and other routes need no series for it.
+	streams atomic.Pointer[prometheus.Counter]
+	limits  *prometheus.CounterVec
 }
 
 // Name is the route's label value.
@@ -223,6 +228,18 @@ func (r *Route) ObserveStream(code int, outcome CacheOutcome) {
 // RateLimited records a request refused by the rate limit (its 429 is
 // counted by Observe as well).
 func (r *Route) RateLimited() { r.limited.Inc() }
+
+// StreamsLimited records a stream refused because its client holds as
+// many open as it may (its 429 is counted by Observe as well).
+func (r *Route) StreamsLimited() {
+	c := r.streams.Load()
+	if c == nil {
+		v := r.limits.WithLabelValues(r.name, "streams")
+		c = &v
+		r.streams.Store(c) // a racing store holds the same child
+	}
+	(*c).Inc()
+}
 
 // Operation is one GraphQL operation name's series.
 type Operation struct {

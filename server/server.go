@@ -110,6 +110,11 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For / X-Real-IP name
 	// the client (TRUSTED_PROXIES); from any other peer they are ignored.
 	TrustedProxies []netip.Prefix
+	// StreamsPerClient bounds the streams (WebSocket connections and
+	// event streams at /graphql together) one client, counted as the rate
+	// limit counts it, holds open at once (STREAMS_PER_CLIENT); one more
+	// is refused with 429. 0 means no bound.
+	StreamsPerClient int
 }
 
 // handler holds the configuration the routes share.
@@ -137,6 +142,7 @@ type handler struct {
 	requestLog    func(context.Context, RequestLine)
 	ready         []ReadyCheck
 	trusted       []netip.Prefix
+	proxyWarned   atomic.Int64 // Unix ns of the last warning of warnUntrustedProxy
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -244,6 +250,11 @@ func New(cfg Config) http.Handler {
 		// OPTIONS is no exception: CORS preflights never reach the router.
 		if cfg.GraphQL != nil {
 			gql := cfg.Encoder.Handler(cfg.GraphQL)
+			if cfg.StreamsPerClient > 0 {
+				// At /graphql only: no other route streams, and the /v1
+				// routes' hits must not pay even the check.
+				gql = h.limitStreams(cfg.StreamsPerClient, gql)
+			}
 			r.Get(graphQLPath, gql.ServeHTTP)
 			r.Post(graphQLPath, gql.ServeHTTP)
 		}

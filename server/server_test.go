@@ -73,6 +73,7 @@ type envOptions struct {
 	encoder        *httpcache.Encoder // server.Config.Encoder and pages.Config.Encoder
 	widget         bool               // mount the widget over the feed service (needs feed)
 	rateLimitRPM   int                // server.Config.RateLimitRPM
+	streams        int                // server.Config.StreamsPerClient
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -134,6 +135,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		}
 	}
 	cfg.RateLimitRPM = opts.rateLimitRPM
+	cfg.StreamsPerClient = opts.streams
 	if opts.media {
 		m, ok := svc.(server.MediaService)
 		if !ok {

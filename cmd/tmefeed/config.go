@@ -59,10 +59,15 @@ type serveConfig struct {
 	CompressionMinBytes int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
 	SubsPerConnection   int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
 	SubsMax             int           // SUBSCRIPTIONS_MAX, --subscriptions-max
+	StreamsPerClient    int           // STREAMS_PER_CLIENT, --streams-per-client (0 = no bound)
 	SubBuffer           int           // SUBSCRIPTION_BUFFER, --subscription-buffer
 	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
 	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
 }
+
+// defaultStreamsPerClient is STREAMS_PER_CLIENT's default (README's
+// settings table says why this number).
+const defaultStreamsPerClient = 256
 
 // setting is one row of the settings table: the env var, its flag and default.
 type setting struct {
@@ -88,7 +93,7 @@ var serveSettings = []setting{
 	{"LOG_LEVEL", "log-level", "info", "debug | info | warn | error"},
 	{"LOG_FORMAT", "log-format", "auto", "json | text | auto (text when stderr is a terminal, else json)"},
 	{"RATE_LIMIT_RPM", "rate-limit-rpm", "0", "requests per minute one client may make to /v1, /graphql, /media and the widget's /embed and /embed/posts (not its assets or /embed/new), answered 429 with Retry-After beyond; 0 = no limit"},
-	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the rate limit; empty = the peer address is the client"},
+	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT); empty = the peer address is the client"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
 	{"GRAPHQL_TIMEOUT", "graphql-timeout", "10s", "deadline of one GraphQL operation, from parsing to the last byte"},
@@ -108,6 +113,7 @@ var serveSettings = []setting{
 	{"DEMO", "demo", "false", "serve the built-in fixture pages instead of TME_ORIGIN (no network needed)"},
 	{"SUBSCRIPTIONS_PER_CONNECTION", "subscriptions-per-connection", "16", "most GraphQL subscriptions open at once on one WebSocket connection"},
 	{"SUBSCRIPTIONS_MAX", "subscriptions-max", "10000", "most GraphQL subscriptions (and WebSocket connections) open at once in the process"},
+	{"STREAMS_PER_CLIENT", "streams-per-client", strconv.Itoa(defaultStreamsPerClient), "most streams (WebSocket connections and event streams at /graphql together) one client (an IPv4 address or IPv6 /64, see TRUSTED_PROXIES) holds open at once, answered 429 with Retry-After beyond; at most SUBSCRIPTIONS_MAX (the default is lowered to it); 0 = no bound"},
 	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
 	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
 	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
@@ -285,6 +291,17 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.SubsPerConnection = positive("SUBSCRIPTIONS_PER_CONNECTION", 1000)
 	cfg.SubsMax = positive("SUBSCRIPTIONS_MAX", 1_000_000)
 	cfg.SubBuffer = positive("SUBSCRIPTION_BUFFER", 100_000)
+	if cfg.StreamsPerClient, err = strconv.Atoi(*vals["STREAMS_PER_CLIENT"]); err != nil || cfg.StreamsPerClient < 0 {
+		bad("STREAMS_PER_CLIENT", errors.New("want a whole number of streams, 0 for no bound"))
+	} else if cfg.SubsMax > 0 && cfg.StreamsPerClient > cfg.SubsMax {
+		if _, set := lookup(getenv, "STREAMS_PER_CLIENT"); set || origin["STREAMS_PER_CLIENT"] != "$STREAMS_PER_CLIENT" {
+			// A bound above the process's own bounds nothing: most
+			// likely a per-process number given for a per-client one.
+			bad("STREAMS_PER_CLIENT", fmt.Errorf("more than SUBSCRIPTIONS_MAX (%d), the most the process holds, so it would bound nothing; want at most %d, or 0 for no bound", cfg.SubsMax, cfg.SubsMax))
+		} else {
+			cfg.StreamsPerClient = cfg.SubsMax
+		}
+	}
 	cfg.WSInitTimeout = duration(*vals["WS_INIT_TIMEOUT"], func(err error) { bad("WS_INIT_TIMEOUT", err) }, false)
 	if cfg.WSInitTimeout > 0 && cfg.WSInitTimeout < time.Second {
 		bad("WS_INIT_TIMEOUT", errors.New("want at least 1s: a client needs a round trip after the upgrade"))

@@ -30,7 +30,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		GraphQLTimeout: 10 * time.Second, GraphQLMaxMB: 32,
 		FrameAncestors: "*", EmbedPoll: 15 * time.Second,
 		Compression: true, CompressionMinBytes: 1024,
-		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64,
+		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64, StreamsPerClient: 256,
 		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
 	}
 	if cfg != want {
@@ -115,6 +115,12 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		// Each open stream pings at this interval: 1ms floods its client.
 		{nil, map[string]string{"STREAM_KEEPALIVE": "1ms"}, []string{"$STREAM_KEEPALIVE", "at least 1s"}},
 		{[]string{"--ws-init-timeout", "10ms"}, nil, []string{"--ws-init-timeout", "at least 1s"}},
+		{nil, map[string]string{"STREAMS_PER_CLIENT": "-1"}, []string{"$STREAMS_PER_CLIENT", "0 for no bound"}},
+		{[]string{"--streams-per-client", "lots"}, nil, []string{"--streams-per-client", "whole number"}},
+		// Above the process's own bound it would bound nothing: most likely
+		// a per-process number.
+		{nil, map[string]string{"STREAMS_PER_CLIENT": "20000"}, []string{"$STREAMS_PER_CLIENT", "more than SUBSCRIPTIONS_MAX (10000)"}},
+		{[]string{"--subscriptions-max", "100", "--streams-per-client", "101"}, nil, []string{"--streams-per-client", "at most 100"}},
 	}
 	for _, c := range cases {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)
@@ -181,6 +187,28 @@ func TestEnvExampleListsEverySetting(t *testing.T) {
 		want := "# " + s.env + "=" + s.def
 		if !slices.Contains(lines, want) {
 			t.Errorf(".env.example has no line %q", want)
+		}
+	}
+}
+
+// STREAMS_PER_CLIENT: 0 turns the bound off; the default is lowered to
+// a smaller SUBSCRIPTIONS_MAX rather than refused; a value set is taken
+// as given, up to SUBSCRIPTIONS_MAX.
+func TestServeConfigStreamsPerClient(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{nil, map[string]string{"STREAMS_PER_CLIENT": "0"}, 0},
+		{nil, map[string]string{"SUBSCRIPTIONS_MAX": "100"}, 100},
+		{[]string{"--subscriptions-max", "50"}, nil, 50},
+		{nil, map[string]string{"STREAMS_PER_CLIENT": "100", "SUBSCRIPTIONS_MAX": "100"}, 100},
+		{[]string{"--streams-per-client", "8"}, map[string]string{"STREAMS_PER_CLIENT": "9000"}, 8},
+	} {
+		cfg, err := parseServeConfig(c.args, env(c.env), io.Discard)
+		if err != nil || cfg.StreamsPerClient != c.want {
+			t.Errorf("%v %v: STREAMS_PER_CLIENT %d, %v; want %d", c.args, c.env, cfg.StreamsPerClient, err, c.want)
 		}
 	}
 }

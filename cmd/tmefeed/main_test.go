@@ -182,7 +182,7 @@ func runMain(t *testing.T, args string, env ...string) (int, string) {
 // per bad value naming where it came from and what is wanted.
 func TestServeExitsOnBadSettings(t *testing.T) {
 	code, stderr := runMain(t, "serve --port 0 --compression-min-bytes -5",
-		"MEMORY_CACHE_MAX_MB=-1", "CACHE_MODE=turbo", "TME_ORIGIN=not a url", "LOG_FORMAT=xml")
+		"MEMORY_CACHE_MAX_MB=-1", "CACHE_MODE=turbo", "TME_ORIGIN=not a url", "LOG_FORMAT=xml", "STREAMS_PER_CLIENT=-1")
 	if code != 1 {
 		t.Errorf("exit status %d, want 1; stderr:\n%s", code, stderr)
 	}
@@ -192,6 +192,7 @@ func TestServeExitsOnBadSettings(t *testing.T) {
 		`$CACHE_MODE="turbo": want off, normal or aggressive`,
 		`$TME_ORIGIN="not a url": want an http(s) URL`,
 		`$LOG_FORMAT="xml": want json, text or auto`,
+		`$STREAMS_PER_CLIENT="-1": want a whole number of streams, 0 for no bound`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr)

@@ -333,13 +333,14 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		PublicURL:  cfg.PublicURL,
 		Media:      st.pages,
 		// One CORS policy for REST and GraphQL alike.
-		CORSOrigins:    splitList(cfg.CORSOrigins),
-		Metrics:        st.metrics,
-		RequestLog:     requestLog,
-		Ready:          st.readyChecks(),
-		RateLimitRPM:   cfg.RateLimitRPM,
-		TrustedProxies: trusted,
-		Encoder:        enc,
+		CORSOrigins:      splitList(cfg.CORSOrigins),
+		Metrics:          st.metrics,
+		RequestLog:       requestLog,
+		Ready:            st.readyChecks(),
+		RateLimitRPM:     cfg.RateLimitRPM,
+		TrustedProxies:   trusted,
+		StreamsPerClient: cfg.StreamsPerClient,
+		Encoder:          enc,
 	})
 	log.Info("memory", "budget_mb", cfg.MemoryMaxMB, "split", st.budget, "go_memory_limit_mb", debug.SetMemoryLimit(-1)>>20)
 	return st, nil

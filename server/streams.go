@@ -1,0 +1,173 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// streamRetryAfter is the Retry-After of a stream refused for its
+// client's bound: a stream frees its place whenever its client closes it,
+// so there is no window to wait for; a few seconds keep a client that
+// retries at once from spinning.
+const streamRetryAfter = 5
+
+// errTooManyStreams is the cause of the refusal, for the request log.
+var errTooManyStreams = errors.New("the client has STREAMS_PER_CLIENT streams open")
+
+// streamLimit bounds the streams (WebSocket connections and event
+// streams) each client holds open at once. Its map holds the clients with
+// a stream open, each entry removed when its last stream ends, so it is
+// as large as the streams open at most.
+type streamLimit struct {
+	max int
+
+	mu   sync.Mutex
+	open map[string]int // client key → streams open
+}
+
+func newStreamLimit(perClient int) *streamLimit {
+	return &streamLimit{max: perClient, open: map[string]int{}}
+}
+
+// acquire counts a stream of key in, or returns false when key holds max.
+func (l *streamLimit) acquire(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.open[key]
+	if n >= l.max {
+		return false
+	}
+	l.open[key] = n + 1
+	return true
+}
+
+// release counts a stream of key out.
+func (l *streamLimit) release(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.open[key]; n > 1 {
+		l.open[key] = n - 1
+	} else {
+		delete(l.open, key)
+	}
+}
+
+// limitStreams bounds the streams each client (rateKey of clientAddr, as
+// the rate limit counts it) holds open at /graphql. A stream request over
+// the bound is refused before the upgrade or the stream begins; a stream
+// is counted until its handler returns, however it ends (the client gone,
+// the server shutting down, a panic). Other requests pass untouched.
+func (h *handler) limitStreams(perClient int, next http.Handler) http.Handler {
+	l := newStreamLimit(perClient)
+	msg := "too many open streams from this client: it may hold " + strconv.Itoa(perClient) +
+		" at once (WebSocket connections and event streams together); close one (several subscriptions can share one WebSocket connection), or retry in " +
+		strconv.Itoa(streamRetryAfter) + "s"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !streamRequest(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		key := rateKey(h.clientAddr(r))
+		if !l.acquire(key) {
+			if h.metrics != nil {
+				h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).StreamsLimited()
+			}
+			h.warnUntrustedProxy(r)
+			noteError(r.Context(), errTooManyStreams)
+			w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
+			h.failGraphQL(w, r, http.StatusTooManyRequests, gqlCodeRateLimited, msg)
+			return
+		}
+		defer l.release(key)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// proxyWarnEvery spaces the warnings of warnUntrustedProxy.
+const proxyWarnEvery = time.Minute
+
+// warnUntrustedProxy logs, at most once per proxyWarnEvery, a refusal of
+// streams to a peer that forwards for others but is not in
+// TRUSTED_PROXIES: most likely the operator's own reverse proxy, whose
+// clients then all share one bound.
+func (h *handler) warnUntrustedProxy(r *http.Request) {
+	if r.Header.Get("X-Forwarded-For") == "" && r.Header.Get("X-Real-IP") == "" {
+		return
+	}
+	peer := peerAddr(r.RemoteAddr)
+	if h.trustedProxy(peer) {
+		return
+	}
+	now := h.now().UnixNano()
+	last := h.proxyWarned.Load()
+	if (last != 0 && now-last < int64(proxyWarnEvery)) || !h.proxyWarned.CompareAndSwap(last, now) {
+		return // warned lately, or another request is warning just now
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelWarn, "streams refused to a peer that forwards for others (X-Forwarded-For or X-Real-IP); if it is your reverse proxy, list it in TRUSTED_PROXIES, or every client behind it shares one STREAMS_PER_CLIENT",
+		slog.String("peer", peer.String()))
+}
+
+// streamRequest reports whether r asks for a stream the GraphQL handler
+// keeps open: a WebSocket upgrade, or a POST that accepts an event
+// stream. It errs on the side of a stream (it counts a malformed Accept
+// the handler may not serve as one), so that nothing the handler streams
+// escapes the bound; an ordinary query is told apart by its method and
+// one header lookup, and allocates nothing.
+func streamRequest(r *http.Request) bool {
+	if listsToken(r.Header["Upgrade"], "websocket") {
+		return true
+	}
+	return r.Method == http.MethodPost && acceptsEventStream(r.Header["Accept"])
+}
+
+// listsToken reports whether comma-separated header values list token.
+func listsToken(values []string, token string) bool {
+	for _, v := range values {
+		for v != "" {
+			var part string
+			part, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.TrimSpace(part), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// acceptsEventStream reports whether Accept values name text/event-stream,
+// unless with a weight that is plainly zero (q=0).
+func acceptsEventStream(values []string) bool {
+	for _, v := range values {
+		for v != "" {
+			var part string
+			part, v, _ = strings.Cut(v, ",")
+			mt, params, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") && !zeroWeight(params) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// zeroWeight reports whether media-type parameters give q a value that
+// parses as 0 or less.
+func zeroWeight(params string) bool {
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q <= 0
+		}
+	}
+	return false
+}
