@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/tmefeed/tmefeed/pages"
 )
 
@@ -26,17 +24,17 @@ const maxMediaIndex = 99
 // does not. The redirect may be kept downstream only while the page it was
 // read from is fresh, so that no cache holds a URL past its life.
 func (h *handler) media(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	id, err := pages.ParsePosition(chi.URLParam(r, "id"))
+	id, err := pages.ParsePosition(pathParam(r, "id"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	index, ok := mediaIndex(chi.URLParam(r, "index"))
+	index, ok := mediaIndex(pathParam(r, "index"))
 	if !ok {
 		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "index must be a whole number from 0 to " + strconv.Itoa(maxMediaIndex) + ": the attachment's place in the post's media list"})
 		return

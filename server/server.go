@@ -317,7 +317,7 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/body/{channel}[?position=N]: the channel page, or the page around post N.
 func (h *handler) body(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -343,12 +343,12 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/post/{channel}/{id}: one post, read from the page around it.
 func (h *handler) post(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	id, err := pages.ParsePosition(chi.URLParam(r, "id"))
+	id, err := pages.ParsePosition(pathParam(r, "id"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -365,17 +365,17 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/more/{channel}/{before|after}/{position}: the posts before or after a post.
 func (h *handler) more(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	dir := chi.URLParam(r, "direction")
+	dir := pathParam(r, "direction")
 	if dir != "before" && dir != "after" {
 		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "direction must be before or after"})
 		return
 	}
-	pos, err := pages.ParsePosition(chi.URLParam(r, "position"))
+	pos, err := pages.ParsePosition(pathParam(r, "position"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -391,7 +391,7 @@ func (h *handler) more(w http.ResponseWriter, r *http.Request) {
 // header and the matching posts of one search page, oldest first as on
 // every page; none when nothing matches.
 func (h *handler) search(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -413,7 +413,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/preview/{channel}: the channel's preview card.
 func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(chi.URLParam(r, "channel"))
+	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -628,4 +628,22 @@ func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, e apiError) {
 	closeIfBodyUnread(w, r)
 	writeError(w, e)
+}
+
+// pathParam is the named path segment, percent-decoded. chi matches the
+// raw path when the request has one, so a segment written the way
+// encodeURIComponent writes it ("%40durov") arrives still encoded. A
+// segment that does not decode is returned as it came and refused by the
+// validation that follows.
+func pathParam(r *http.Request, name string) string {
+	v := chi.URLParam(r, name)
+	// Without a raw path chi matched the decoded one: decoding again
+	// would take "%2540" for "@".
+	if r.URL.RawPath == "" || strings.IndexByte(v, '%') < 0 {
+		return v
+	}
+	if d, err := url.PathUnescape(v); err == nil {
+		return d
+	}
+	return v
 }

@@ -712,3 +712,34 @@ func TestGeneratedRequestIDs(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// Names written the way encodeURIComponent writes them ("%40name",
+// "%5F") are the names themselves; what does not decode to a username
+// is still refused before the origin.
+func TestPercentEncodedNames(t *testing.T) {
+	e := newNormalEnv(t)
+	plain := e.get("/v1/body/" + demoChannel)
+	wantOK(t, plain, nil)
+	for _, target := range []string{
+		"/v1/body/%40" + demoChannel,
+		"/v1/body/tmefeed%5Fnews",
+		"/v1/body/%74mefeed_news",
+	} {
+		got := e.get(target)
+		wantOK(t, got, nil)
+		if !bytes.Equal(got.Body.Bytes(), plain.Body.Bytes()) {
+			t.Errorf("%s answered differently from /v1/body/%s", target, demoChannel)
+		}
+	}
+	wantOK(t, e.get("/v1/post/%40"+demoChannel+"/52"), nil)
+	wantOK(t, e.get("/v1/more/%40"+demoChannel+"/before/%33%32"), nil)
+	for _, target := range []string{"/v1/body/tmefeed%2Fnews", "/v1/body/%40%40" + demoChannel, "/v1/body/%2540" + demoChannel} {
+		got := e.get(target)
+		if got.Code != http.StatusBadRequest || !strings.Contains(got.Body.String(), server.CodeInvalidUsername) {
+			t.Errorf("%s: %d %s, want 400 %s", target, got.Code, got.Body.String(), server.CodeInvalidUsername)
+		}
+	}
+	if n := e.origin.Total(); n > 3 {
+		t.Errorf("origin saw %d requests, want the page, the post's and the older chunk's at most", n)
+	}
+}

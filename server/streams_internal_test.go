@@ -11,7 +11,9 @@ func TestStreamLimitForgetsClientsAtZero(t *testing.T) {
 	l := newStreamLimit(2)
 	for i := range 1000 {
 		key := "198.51." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256)
-		if !l.acquire(key) || !l.acquire(key) {
+		first := l.acquire(key)
+		second := l.acquire(key)
+		if !first || !second {
 			t.Fatalf("%s: refused within its bound", key)
 		}
 		if l.acquire(key) {
