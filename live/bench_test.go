@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,15 +82,26 @@ func userRound(b *testing.B, w *world, channels []string, on bool, refresh time.
 		srv.Close()
 		p.close()
 	}()
+	// Workers record the first failure and stop; the round fails after
+	// they are all done (FailNow would end only the worker's goroutine).
+	var failure atomic.Pointer[error]
+	fail := func(err error) { failure.CompareAndSwap(nil, &err) }
+	failed := func() bool { return failure.Load() != nil }
 	get := func(ch string) {
 		resp, err := client.Get(srv.URL + "/v1/body/" + ch)
 		if err != nil {
-			b.Fatal(err)
+			fail(err)
+			return
 		}
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatal(fmt.Errorf("GET /v1/body/%s: %d, %v", ch, resp.StatusCode, err))
+			fail(fmt.Errorf("GET /v1/body/%s: %d, %v", ch, resp.StatusCode, err))
+		}
+	}
+	check := func() {
+		if err := failure.Load(); err != nil {
+			b.Fatal(*err)
 		}
 	}
 	// read runs the readers until done says so, each request timed.
@@ -100,7 +112,7 @@ func userRound(b *testing.B, w *world, channels []string, on bool, refresh time.
 		for range readers {
 			wg.Go(func() {
 				var mine []time.Duration
-				for !done() {
+				for !failed() && !done() {
 					ch := channels[rand.IntN(len(channels))]
 					start := time.Now()
 					get(ch)
@@ -122,22 +134,26 @@ func userRound(b *testing.B, w *world, channels []string, on bool, refresh time.
 	var wg sync.WaitGroup
 	for i := range readers {
 		wg.Go(func() {
-			for j := i; j < len(channels); j += readers {
+			for j := i; j < len(channels) && !failed(); j += readers {
 				get(channels[j])
 			}
 		})
 	}
 	wg.Wait()
+	check()
 	read(func() bool {
 		if time.Since(start) > 10*refresh {
-			b.Fatalf("the updater tracks %d channels after %v of reads", p.hub.Stats().Updater.Tracked, time.Since(start))
+			fail(fmt.Errorf("the updater tracks %d channels after %v of reads", p.hub.Stats().Updater.Tracked, time.Since(start)))
+			return true
 		}
 		return time.Since(start) > refresh+refresh/5 && (!on || p.hub.Stats().Updater.Tracked == len(channels))
 	})
+	check()
 
 	before := p.hub.Stats().Updater
 	end := time.Now().Add(2 * refresh)
 	d := read(func() bool { return !time.Now().Before(end) })
+	check()
 	after := p.hub.Stats().Updater
 	return d, live.UpdaterStats{
 		Cycles:      after.Cycles - before.Cycles,

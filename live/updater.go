@@ -67,7 +67,8 @@ type UpdaterStats struct {
 	BackingOff  int           // channels waiting out failed loads (see UpdaterConfig.MaxBackoff)
 	Gone        uint64        // popular channels dropped because they do not exist or are not channels
 	MaxInFlight int64         // most loads in flight at once
-	// Bytes estimates the heap the popularity counts take.
+	// Bytes estimates the heap the popularity counts and the failures
+	// backed off take.
 	Bytes int64
 }
 
@@ -237,6 +238,7 @@ func (u *updater) cycle(ctx context.Context) {
 		u.due[r.ch] = r.refreshAt
 		late = max(late, r.late)
 	}
+	u.trimBackoff(tracked)
 	took := end.Sub(start)
 	u.cycles.Add(1)
 	u.lastCycle.Store(int64(took))
@@ -282,6 +284,35 @@ func (u *updater) failed(ctx context.Context, ch string, err error, now time.Tim
 	u.backoff[ch] = b
 }
 
+// trimBackoff bounds the failures remembered, as popularity bounds the
+// channels counted (clients can send any names; each one subscribed to
+// is loaded once and fails): beyond the bound, the untracked channels
+// whose wait ends soonest are forgotten first. Forgetting is safe: an
+// untracked channel is not loaded, and users' reads of it meet the
+// cache's remembered failure. A tracked channel keeps its wait whatever
+// the bound, or it would be loaded every cycle; the tracked channels are
+// bounded by Top and by the subscriptions.
+func (u *updater) trimBackoff(tracked []string) {
+	excess := len(u.backoff) - int(u.popular.maxCounted())
+	if excess <= 0 {
+		return
+	}
+	type entry struct {
+		ch    string
+		until time.Time
+	}
+	var untracked []entry
+	for ch, b := range u.backoff {
+		if _, ok := slices.BinarySearch(tracked, ch); !ok {
+			untracked = append(untracked, entry{ch, b.until})
+		}
+	}
+	slices.SortFunc(untracked, func(a, b entry) int { return cmp.Or(a.until.Compare(b.until), cmp.Compare(a.ch, b.ch)) })
+	for _, e := range untracked[:min(excess, len(untracked))] {
+		delete(u.backoff, e.ch)
+	}
+}
+
 // backoffDelay is the wait after the given number of failures in a row:
 // first one window, doubling up to most.
 func backoffDelay(window, most time.Duration, failures int) time.Duration {
@@ -313,7 +344,7 @@ func (u *updater) stats() UpdaterStats {
 		BackingOff:  int(u.backingOff.Load()),
 		Gone:        u.gone.Load(),
 		MaxInFlight: u.maxInFlight.Load(),
-		Bytes:       u.popular.bytes(),
+		Bytes:       u.popular.bytes() + u.backingOff.Load()*backoffBytes,
 	}
 }
 
@@ -359,6 +390,7 @@ func (p *popularity) maxCounted() int64 { return int64(4*p.top + 256) }
 const (
 	countedBytes = 160
 	scoredBytes  = 176
+	backoffBytes = 144 // per channel backing off: map slot with its backoff, key
 )
 
 // bytes estimates the heap the counts and scores take.
@@ -389,7 +421,10 @@ func (p *popularity) hit(channel string) {
 // do not count, so it comes back only when read over a window after that.
 // It reports whether the channel was popular.
 func (p *popularity) drop(channel string, now, until time.Time) bool {
-	r := p.reads[channel]
+	r, ok := p.reads[channel]
+	if !ok {
+		return false // never read (only watched): nothing to forget
+	}
 	was := p.popular(r, now)
 	r.first, r.last, r.dropped = time.Time{}, time.Time{}, until
 	p.reads[channel] = r
@@ -442,21 +477,34 @@ func (p *popularity) decay(now time.Time) []string {
 		}
 		all = append(all, scored{ch, r.score, p.popular(r, now)})
 	}
-	slices.SortFunc(all, func(a, b scored) int { return cmp.Or(cmp.Compare(b.s, a.s), cmp.Compare(a.ch, b.ch)) })
-	// Beyond twice Top, scores only cost memory.
-	for _, x := range all[min(len(all), 2*p.top):] {
+	// Popular channels rank before the others, then by score: a burst of
+	// names read a few times each never displaces a channel read over a
+	// window, nor its history of reads.
+	slices.SortFunc(all, func(a, b scored) int {
+		return cmp.Or(-cmp.Compare(btoi(a.popular), btoi(b.popular)), cmp.Compare(b.s, a.s), cmp.Compare(a.ch, b.ch))
+	})
+	// Beyond twice Top, scores only cost memory: the least read of the
+	// channels not (yet) popular go first.
+	for _, x := range all[min(len(all), p.maxScored()):] {
 		delete(p.reads, x.ch)
 	}
-	all = all[:min(len(all), 2*p.top)]
 	p.scored.Store(int64(len(p.reads)))
 	var out []string
 	for _, x := range all {
-		if len(out) == p.top {
+		if len(out) == p.top || !x.popular {
 			break
 		}
-		if x.popular {
-			out = append(out, x.ch)
-		}
+		out = append(out, x.ch)
 	}
 	return out
+}
+
+// maxScored bounds the channels whose reads popularity remembers.
+func (p *popularity) maxScored() int { return 2 * p.top }
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -477,3 +477,64 @@ func TestUpdaterWaitsOutOpenBreaker(t *testing.T) {
 	total := w.origin.Total()
 	waitFor(t, "refreshes to resume", func() bool { return w.origin.Total() > total })
 }
+
+// A popular channel stays in the refresh set when many names are read in
+// a burst, each more often than it: with Top 2, a channel read over two
+// windows and then eight names read ten times each, the channel is still
+// refreshed once per window after all reads stop.
+func TestUpdaterBurstDoesNotDisplacePopular(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{Synthetic: 9})
+	chs := w.origin.Channels()[len(w.origin.Channels())-9:]
+	polled, burst := chs[0], chs[1:]
+	p := w.process(t, processOptions{hub: live.Config{Updater: live.UpdaterConfig{Top: 2}}})
+	readEvery(t, p, []string{polled}, testRefresh/3, 2*testRefresh)
+	waitFor(t, "the polled channel to be tracked", func() bool { return p.hub.Stats().Updater.Tracked == 1 })
+	for _, ch := range burst {
+		for range 10 {
+			p.read(t, ch)
+		}
+	}
+	cycles := p.hub.Stats().Updater.Cycles
+	waitFor(t, "a cycle after the burst", func() bool { return p.hub.Stats().Updater.Cycles > cycles+1 })
+	before := w.origin.Requests("/s/" + polled)
+	time.Sleep(4 * testRefresh)
+	if n := w.origin.Requests("/s/"+polled) - before; n < 3 {
+		t.Errorf("the popular channel was fetched %d times in the 4 windows after a burst of other names, want one per window (updater %+v)", n, p.hub.Stats().Updater)
+	}
+	if n := p.hub.Stats().Updater.Tracked; n != 1 {
+		t.Errorf("updater tracks %d channels after the burst, want the popular one", n)
+	}
+}
+
+// Names subscribed to that do not exist are loaded once each and fail;
+// the failures remembered stay bounded (4×Top+256) however many names
+// clients send, and Stats.Bytes counts them.
+func TestUpdaterBoundsBackoffOfUnknownNames(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{})
+	p := w.process(t, processOptions{hub: live.Config{Updater: live.UpdaterConfig{Top: 1}}})
+	const bound = 4*1 + 256
+	const batches, per = 20, 100
+	for i := range batches {
+		names := make([]string, per)
+		for j := range names {
+			names[j] = "nobody" + strconv.Itoa(i*per+j)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		if _, err := p.hub.Subscribe(ctx, live.Request{Channels: names}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the names to be loaded", func() bool { return p.hub.Stats().Updater.Errors >= uint64((i+1)*per) })
+		cancel() // refused, as the GraphQL face refuses unknown names
+	}
+	cycles := p.hub.Stats().Updater.Cycles
+	waitFor(t, "a cycle after the last refusal", func() bool { return p.hub.Stats().Updater.Cycles > cycles+1 })
+	st := p.hub.Stats().Updater
+	t.Logf("%d names failed; updater %+v", batches*per, st)
+	if st.BackingOff > bound || st.BackingOff == 0 {
+		t.Errorf("backing off %d channels after %d unknown names, want 1 to %d", st.BackingOff, batches*per, bound)
+	}
+	// Each entry holds at least a key, a time and a count.
+	if st.Bytes < int64(st.BackingOff)*48 {
+		t.Errorf("Stats.Bytes %d for %d channels backing off, want at least 48 bytes each", st.Bytes, st.BackingOff)
+	}
+}
