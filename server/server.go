@@ -231,7 +231,7 @@ func New(cfg Config) http.Handler {
 	// under their route, and with no limit nothing is added.
 	r.Group(func(r chi.Router) {
 		if cfg.RateLimitRPM > 0 {
-			r.Use(h.newRateLimit(cfg.RateLimitRPM))
+			r.Use(h.newRateLimit(newRateLimiter(cfg.RateLimitRPM)))
 		}
 		r.Get("/v1/body/{channel}", h.body)
 		r.Get("/v1/post/{channel}/{id}", h.post)
