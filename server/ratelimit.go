@@ -19,29 +19,60 @@ const gqlCodeRateLimited = "RATE_LIMITED"
 // a sliding minute.
 const rateWindow = time.Minute
 
-// rateLimiter is the per-client budget of RATE_LIMIT_RPM. Its counter is
-// its own rather than httprate's default so that its windows are whole
-// minutes of the wall clock (httprate aligns a default counter's to the
-// limiter's start, which a handler cannot see) and the counts a refusal
-// is explained by can be read back.
-type rateLimiter struct {
+// RateLimit is the per-client budget of RATE_LIMIT_RPM: the HTTP routes
+// draw on it (Config.RateLimit), and so do the subscribe messages of an
+// open WebSocket connection (AllowMessage), so that one upgrade does not
+// buy unlimited work.
+type RateLimit struct {
 	rpm     int
+	trusted []netip.Prefix
+	// counter is the limiter's own rather than httprate's default so that
+	// its windows are whole minutes of the wall clock (httprate aligns a
+	// default counter's to the limiter's start, which a handler cannot
+	// see) and the counts a refusal is explained by can be read back.
 	counter httprate.LimitCounter
 	limiter *httprate.RateLimiter
 }
 
-func newRateLimiter(rpm int) *rateLimiter {
+// NewRateLimit limits each client to rpm requests in a sliding minute.
+// The client is found as Config.TrustedProxies says, which trusted should
+// be too. rpm ≤ 0 means no limit: nil.
+func NewRateLimit(rpm int, trusted []netip.Prefix) *RateLimit {
+	if rpm <= 0 {
+		return nil
+	}
 	c := httprate.NewLocalLimitCounter(rateWindow)
-	return &rateLimiter{
+	return &RateLimit{
 		rpm:     rpm,
+		trusted: trusted,
 		counter: c,
 		limiter: httprate.NewRateLimiter(rpm, rateWindow, httprate.WithLimitCounter(c)),
 	}
 }
 
+// AllowMessage spends one request of the budget of r's client on a
+// message sent over r's connection (r is the WebSocket upgrade). When the
+// budget is spent it refuses, with the wait until the client's next
+// request would be admitted.
+func (l *RateLimit) AllowMessage(r *http.Request) (ok bool, retryAfter time.Duration) {
+	key := rateKey(clientAddr(r, l.trusted))
+	// httprate reports in headers, which here have no response to go to.
+	if l.limiter.OnLimit(discardHeaders{}, r, key) {
+		return false, time.Duration(l.retryAfter(key)) * time.Second
+	}
+	return true, 0
+}
+
+// discardHeaders is a ResponseWriter for httprate's headers alone.
+type discardHeaders map[string][]string
+
+func (d discardHeaders) Header() http.Header       { return http.Header(d) }
+func (discardHeaders) Write(b []byte) (int, error) { return len(b), nil }
+func (discardHeaders) WriteHeader(int)             {}
+
 // retryAfter is the whole seconds until key's next request would be
 // admitted, read from the counts the limiter holds now.
-func (l *rateLimiter) retryAfter(key string) int {
+func (l *RateLimit) retryAfter(key string) int {
 	now := time.Now().UTC()
 	cw := now.Truncate(rateWindow) // as httprate computes it with a counter of its own
 	curr, prev, err := l.counter.Get(key, cw, cw.Add(-rateWindow))
@@ -81,7 +112,7 @@ func admitAfter(limit, prev, curr int, elapsed, window time.Duration) int {
 // newRateLimit limits each client (see clientAddr) to rpm requests in a
 // sliding minute. A refused request gets 429 with Retry-After: the
 // seconds until the client's next request would be admitted.
-func (h *handler) newRateLimit(l *rateLimiter) func(http.Handler) http.Handler {
+func (h *handler) newRateLimit(l *RateLimit) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			key := rateKey(h.clientAddr(r))
@@ -120,8 +151,12 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 // that is not a trusted proxy itself (the ones before it could be forged
 // by the client), else X-Real-IP.
 func (h *handler) clientAddr(r *http.Request) netip.Addr {
+	return clientAddr(r, h.trusted)
+}
+
+func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := peerAddr(r.RemoteAddr)
-	if !h.trustedProxy(peer) {
+	if !trustedProxy(trusted, peer) {
 		return peer
 	}
 	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
@@ -132,7 +167,7 @@ func (h *handler) clientAddr(r *http.Request) netip.Addr {
 				break // a malformed hop: nothing before it can be trusted
 			}
 			a = a.Unmap()
-			if !h.trustedProxy(a) {
+			if !trustedProxy(trusted, a) {
 				return a
 			}
 		}
@@ -156,8 +191,10 @@ func rateKey(a netip.Addr) string {
 	return a.String()
 }
 
-func (h *handler) trustedProxy(a netip.Addr) bool {
-	for _, p := range h.trusted {
+func (h *handler) trustedProxy(a netip.Addr) bool { return trustedProxy(h.trusted, a) }
+
+func trustedProxy(trusted []netip.Prefix, a netip.Addr) bool {
+	for _, p := range trusted {
 		if p.Contains(a) {
 			return true
 		}

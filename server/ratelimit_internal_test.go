@@ -84,7 +84,7 @@ func TestRetryAfterReadsTheLimitersCounts(t *testing.T) {
 		time.Sleep(left + 100*time.Millisecond)
 	}
 	const rpm, key = 5, "192.0.2.1"
-	l := newRateLimiter(rpm)
+	l := NewRateLimit(rpm, nil)
 	cw := time.Now().UTC().Truncate(rateWindow)
 	if err := l.counter.IncrementBy(key, cw.Add(-rateWindow), 3); err != nil {
 		t.Fatal(err)
