@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -146,6 +147,15 @@ type HandlerConfig struct {
 	KeepAlive   time.Duration
 	// StreamWriteTimeout bounds one write to a stream.
 	StreamWriteTimeout time.Duration
+	// AllowSubscribe, when set, is asked with the WebSocket upgrade
+	// request before each subscribe message (graphql-ws: start) on that
+	// connection is served, so that each costs the client as a request
+	// would (RATE_LIMIT_RPM): one upgrade must not buy unlimited look-ups.
+	// A refused subscribe is answered with an error message for its id,
+	// code RATE_LIMITED and extensions.retryAfter (whole seconds, at least
+	// 1), and the connection stays open. An event stream is one HTTP
+	// request, counted as such, and is not asked again.
+	AllowSubscribe func(r *http.Request) (ok bool, retryAfter time.Duration)
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
@@ -260,6 +270,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			origins:      cfg.Origins,
 			anyOrigin:    slices.Contains(cfg.Origins, "*"),
 			writeTimeout: cfg.StreamWriteTimeout,
+			allow:        cfg.AllowSubscribe,
 		})
 		srv.AddTransport(sseTransport{
 			sse:          transport.SSE{KeepAlivePingInterval: cfg.KeepAlive},

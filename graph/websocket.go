@@ -17,6 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/coder/websocket"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 )
 
 // The WebSocket subprotocols served: graphql-transport-ws (the graphql-ws
@@ -40,6 +41,7 @@ type wsTransport struct {
 	origins      []string
 	anyOrigin    bool
 	writeTimeout time.Duration
+	allow        func(*http.Request) (bool, time.Duration) // HandlerConfig.AllowSubscribe
 }
 
 var _ graphql.Transport = wsTransport{}
@@ -74,7 +76,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	defer t.streams.closeConn()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, anyOrigin: t.anyOrigin, origins: t.origins}
+	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, anyOrigin: t.anyOrigin, origins: t.origins, allow: t.allow}
 	ws := t.ws
 	ws.Implementation = acc
 	ws.Do(w, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64)})
@@ -153,6 +155,7 @@ type wsAccept struct {
 	writeTimeout time.Duration
 	anyOrigin    bool
 	origins      []string
+	allow        func(*http.Request) (bool, time.Duration)
 	conn         *wsConn
 }
 
@@ -177,7 +180,7 @@ func (a *wsAccept) Accept(w http.ResponseWriter, r *http.Request, opts transport
 	if err != nil {
 		return nil, err
 	}
-	a.conn = &wsConn{conn: c, writeTimeout: a.writeTimeout, streams: a.streams}
+	a.conn = &wsConn{conn: c, writeTimeout: a.writeTimeout, streams: a.streams, allow: a.allow, upgrade: r}
 	if !a.streams.register(a.conn) {
 		_ = a.conn.WriteClose(closeGoingAway, "the server is shutting down")
 	}
@@ -197,6 +200,8 @@ type wsConn struct {
 	conn         *websocket.Conn
 	writeTimeout time.Duration
 	streams      *streams
+	allow        func(*http.Request) (bool, time.Duration) // nil: subscribes are not counted
+	upgrade      *http.Request                             // what allow is asked with
 
 	mu        sync.Mutex
 	deadline  *time.Timer
@@ -212,18 +217,50 @@ var (
 )
 
 func (c *wsConn) NextReader() (int, io.Reader, error) {
-	typ, data, err := c.conn.Read(context.Background())
-	if err != nil {
-		switch websocket.CloseStatus(err) {
-		case websocket.StatusNormalClosure, websocket.StatusNoStatusRcvd, websocket.StatusGoingAway:
+	for {
+		typ, data, err := c.conn.Read(context.Background())
+		if err != nil {
+			switch websocket.CloseStatus(err) {
+			case websocket.StatusNormalClosure, websocket.StatusNoStatusRcvd, websocket.StatusGoingAway:
+				return 0, nil, transport.ErrWebsocketClosed
+			}
+			return 0, nil, err
+		}
+		if !c.trackIn(data) {
 			return 0, nil, transport.ErrWebsocketClosed
 		}
-		return 0, nil, err
+		if c.allow != nil && c.refused(data) {
+			continue // answered here; gqlgen never sees it
+		}
+		return int(typ), bytes.NewReader(data), nil
 	}
-	if !c.trackIn(data) {
-		return 0, nil, transport.ErrWebsocketClosed
+}
+
+// wsError is the error message of both subprotocols, type last (see
+// trackOut).
+type wsError struct {
+	ID      string        `json:"id"`
+	Payload gqlerror.List `json:"payload"`
+	Type    string        `json:"type"`
+}
+
+// refused asks allow whether a subscribe may be served; one that may not
+// is answered with an error message for its id, which forgets the id
+// (trackOut), and the connection goes on.
+func (c *wsConn) refused(data []byte) bool {
+	var m opMessage
+	if json.Unmarshal(data, &m) != nil || (m.Type != "subscribe" && m.Type != "start") {
+		return false
 	}
-	return int(typ), bytes.NewReader(data), nil
+	ok, wait := c.allow(c.upgrade)
+	if ok {
+		return false
+	}
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	err := gqlerror.Errorf("too many requests from this client (each subscribe counts as one); retry in %ds", secs)
+	err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": secs}
+	_ = c.WriteJSON(wsError{ID: m.ID, Payload: gqlerror.List{err}, Type: "error"})
+	return true
 }
 
 // closeSubscriberExists is graphql-transport-ws's close code for a

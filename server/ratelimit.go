@@ -15,32 +15,125 @@ import (
 // gqlCodeRateLimited is the GraphQL handler's code for the same refusal.
 const gqlCodeRateLimited = "RATE_LIMITED"
 
+// rateWindow is the limiter's window: RATE_LIMIT_RPM counts requests in
+// a sliding minute.
+const rateWindow = time.Minute
+
+// RateLimit is the per-client budget of RATE_LIMIT_RPM: the HTTP routes
+// draw on it (Config.RateLimit), and so do the subscribe messages of an
+// open WebSocket connection (AllowMessage), so that one upgrade does not
+// buy unlimited work.
+type RateLimit struct {
+	rpm     int
+	trusted []netip.Prefix
+	// counter is the limiter's own rather than httprate's default so that
+	// its windows are whole minutes of the wall clock (httprate aligns a
+	// default counter's to the limiter's start, which a handler cannot
+	// see) and the counts a refusal is explained by can be read back.
+	counter httprate.LimitCounter
+	limiter *httprate.RateLimiter
+}
+
+// NewRateLimit limits each client to rpm requests in a sliding minute.
+// The client is found as Config.TrustedProxies says, which trusted should
+// be too. rpm ≤ 0 means no limit: nil.
+func NewRateLimit(rpm int, trusted []netip.Prefix) *RateLimit {
+	if rpm <= 0 {
+		return nil
+	}
+	c := httprate.NewLocalLimitCounter(rateWindow)
+	return &RateLimit{
+		rpm:     rpm,
+		trusted: trusted,
+		counter: c,
+		limiter: httprate.NewRateLimiter(rpm, rateWindow, httprate.WithLimitCounter(c)),
+	}
+}
+
+// AllowMessage spends one request of the budget of r's client on a
+// message sent over r's connection (r is the WebSocket upgrade). When the
+// budget is spent it refuses, with the wait until the client's next
+// request would be admitted.
+func (l *RateLimit) AllowMessage(r *http.Request) (ok bool, retryAfter time.Duration) {
+	key := rateKey(clientAddr(r, l.trusted))
+	// httprate reports in headers, which here have no response to go to.
+	if l.limiter.OnLimit(discardHeaders{}, r, key) {
+		return false, time.Duration(l.retryAfter(key)) * time.Second
+	}
+	return true, 0
+}
+
+// discardHeaders is a ResponseWriter for httprate's headers alone.
+type discardHeaders map[string][]string
+
+func (d discardHeaders) Header() http.Header       { return http.Header(d) }
+func (discardHeaders) Write(b []byte) (int, error) { return len(b), nil }
+func (discardHeaders) WriteHeader(int)             {}
+
+// retryAfter is the whole seconds until key's next request would be
+// admitted, read from the counts the limiter holds now.
+func (l *RateLimit) retryAfter(key string) int {
+	now := time.Now().UTC()
+	cw := now.Truncate(rateWindow) // as httprate computes it with a counter of its own
+	curr, prev, err := l.counter.Get(key, cw, cw.Add(-rateWindow))
+	if err != nil { // the local counter never fails
+		return int(rateWindow / time.Second)
+	}
+	return admitAfter(l.rpm, prev, curr, now.Sub(cw), rateWindow)
+}
+
+// admitAfter is the whole seconds, at least 1, a client with prev requests
+// in the previous window and curr in the current one, elapsed into it,
+// waits until httprate admits its next one. httprate weighs the previous
+// window by the part of it still inside the sliding window,
+//
+//	rate = prev·(W−elapsed)/W + curr,
+//
+// and admits while round(rate)+1 ≤ limit, which rate ≤ limit−1 ensures.
+// The end of the current window is not enough: the requests of this one
+// then weigh in as the previous window's.
+func admitAfter(limit, prev, curr int, elapsed, window time.Duration) int {
+	room := float64(limit - 1)
+	var wait time.Duration
+	switch {
+	case curr <= limit-1 && prev == 0:
+		// Admitted already (a race with the window's end); ask again soon.
+	case curr <= limit-1:
+		// Within this window, once enough of the previous one has slid out.
+		at := float64(window) * (1 - (room-float64(curr))/float64(prev))
+		wait = time.Duration(at) - elapsed
+	default:
+		// In the next window, once enough of this one has slid out.
+		wait = window - elapsed + time.Duration(float64(window)*(1-room/float64(curr)))
+	}
+	return max(1, int((wait+time.Second-1)/time.Second))
+}
+
 // newRateLimit limits each client (see clientAddr) to rpm requests in a
 // sliding minute. A refused request gets 429 with Retry-After: the
-// seconds until the current window ends, when the client may ask again.
-func (h *handler) newRateLimit(rpm int) func(http.Handler) http.Handler {
-	l := httprate.NewRateLimiter(rpm, time.Minute,
-		httprate.WithKeyFuncs(func(r *http.Request) (string, error) { return rateKey(h.clientAddr(r)), nil }),
-		httprate.WithLimitHandler(h.rateLimited),
-	)
-	return l.Handler
+// seconds until the client's next request would be admitted.
+func (h *handler) newRateLimit(l *RateLimit) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := rateKey(h.clientAddr(r))
+			if l.limiter.OnLimit(w, r, key) {
+				h.rateLimited(w, r, l.retryAfter(key))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // rateLimited answers a request over the limit in the shape its route's
 // clients read.
-func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request) {
+func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int) {
 	if h.metrics != nil {
 		h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).RateLimited()
 	}
-	retry := 60
-	// httprate sets the end of the window as a Unix time; its Retry-After
-	// is always the whole window.
-	if reset, err := strconv.ParseInt(w.Header().Get("X-RateLimit-Reset"), 10, 64); err == nil {
-		retry = max(1, int(reset-h.now().Unix()))
-	}
+	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	msg := "too many requests from this client: at most " + w.Header().Get("X-RateLimit-Limit") + " a minute; retry in " + strconv.Itoa(retry) + "s"
 	if h.isGraphQL(r) {
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
 		h.failGraphQL(w, r, http.StatusTooManyRequests, gqlCodeRateLimited, msg)
 		return
 	}
@@ -58,8 +151,12 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request) {
 // that is not a trusted proxy itself (the ones before it could be forged
 // by the client), else X-Real-IP.
 func (h *handler) clientAddr(r *http.Request) netip.Addr {
+	return clientAddr(r, h.trusted)
+}
+
+func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := peerAddr(r.RemoteAddr)
-	if !h.trustedProxy(peer) {
+	if !trustedProxy(trusted, peer) {
 		return peer
 	}
 	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
@@ -70,7 +167,7 @@ func (h *handler) clientAddr(r *http.Request) netip.Addr {
 				break // a malformed hop: nothing before it can be trusted
 			}
 			a = a.Unmap()
-			if !h.trustedProxy(a) {
+			if !trustedProxy(trusted, a) {
 				return a
 			}
 		}
@@ -94,8 +191,10 @@ func rateKey(a netip.Addr) string {
 	return a.String()
 }
 
-func (h *handler) trustedProxy(a netip.Addr) bool {
-	for _, p := range h.trusted {
+func (h *handler) trustedProxy(a netip.Addr) bool { return trustedProxy(h.trusted, a) }
+
+func trustedProxy(trusted []netip.Prefix, a netip.Addr) bool {
+	for _, p := range trusted {
 		if p.Contains(a) {
 			return true
 		}

@@ -104,9 +104,10 @@ type Config struct {
 	RequestLog func(context.Context, RequestLine)
 	// Ready are the checks of /readyz; none means always ready.
 	Ready []ReadyCheck
-	// RateLimitRPM is the requests per minute one client may make to the
-	// API routes (RATE_LIMIT_RPM); 0 means no limit.
-	RateLimitRPM int
+	// RateLimit is the budget of requests per minute each client may make
+	// to the API routes (RATE_LIMIT_RPM, see NewRateLimit); nil means no
+	// limit.
+	RateLimit *RateLimit
 	// TrustedProxies are the peers whose X-Forwarded-For / X-Real-IP name
 	// the client (TRUSTED_PROXIES); from any other peer they are ignored.
 	TrustedProxies []netip.Prefix
@@ -230,8 +231,8 @@ func New(cfg Config) http.Handler {
 	// A group's middleware runs after routing, so refusals are counted
 	// under their route, and with no limit nothing is added.
 	r.Group(func(r chi.Router) {
-		if cfg.RateLimitRPM > 0 {
-			r.Use(h.newRateLimit(cfg.RateLimitRPM))
+		if cfg.RateLimit != nil {
+			r.Use(h.newRateLimit(cfg.RateLimit))
 		}
 		r.Get("/v1/body/{channel}", h.body)
 		r.Get("/v1/post/{channel}/{id}", h.post)

@@ -72,7 +72,7 @@ type envOptions struct {
 	originPages    fs.FS              // pages the fixture origin serves; nil = the recorded ones
 	encoder        *httpcache.Encoder // server.Config.Encoder and pages.Config.Encoder
 	widget         bool               // mount the widget over the feed service (needs feed)
-	rateLimitRPM   int                // server.Config.RateLimitRPM
+	rateLimitRPM   int                // server.Config.RateLimit
 	streams        int                // server.Config.StreamsPerClient
 }
 
@@ -134,7 +134,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			cfg.Widget = w
 		}
 	}
-	cfg.RateLimitRPM = opts.rateLimitRPM
+	cfg.RateLimit = server.NewRateLimit(opts.rateLimitRPM, cfg.TrustedProxies)
 	cfg.StreamsPerClient = opts.streams
 	if opts.media {
 		m, ok := svc.(server.MediaService)

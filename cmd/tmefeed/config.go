@@ -92,7 +92,7 @@ var serveSettings = []setting{
 	{"SHUTDOWN_TIMEOUT", "shutdown-timeout", "15s", "how long in-flight requests may finish after SIGINT/SIGTERM"},
 	{"LOG_LEVEL", "log-level", "info", "debug | info | warn | error"},
 	{"LOG_FORMAT", "log-format", "auto", "json | text | auto (text when stderr is a terminal, else json)"},
-	{"RATE_LIMIT_RPM", "rate-limit-rpm", "0", "requests per minute one client may make to /v1, /graphql, /media and the widget's /embed and /embed/posts (not its assets or /embed/new), answered 429 with Retry-After beyond; 0 = no limit"},
+	{"RATE_LIMIT_RPM", "rate-limit-rpm", "0", "requests per minute one client may make to /v1, /graphql, /media and the widget's /embed and /embed/posts (not its assets or /embed/new), each subscribe message on an open WebSocket counting as one, answered 429 with Retry-After beyond; 0 = no limit"},
 	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT); empty = the peer address is the client"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},

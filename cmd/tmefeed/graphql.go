@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
@@ -26,7 +27,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *live.Hub, apq graph.KV, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -43,6 +44,10 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *l
 	if err != nil {
 		feeds.Close()
 		return nil, fmt.Errorf("graphql: %w", err)
+	}
+	var allowSubscribe func(*http.Request) (bool, time.Duration)
+	if rateLimit != nil {
+		allowSubscribe = rateLimit.AllowMessage
 	}
 	h, err := graph.NewHandler(graph.HandlerConfig{
 		Pages:                svc,
@@ -63,6 +68,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *l
 		MaxSubscriptions:           cfg.SubsMax,
 		InitTimeout:                cfg.WSInitTimeout,
 		KeepAlive:                  cfg.StreamKeepAlive,
+		AllowSubscribe:             allowSubscribe,
 	})
 	if err != nil {
 		feeds.Close()

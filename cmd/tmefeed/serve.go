@@ -292,7 +292,10 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	if v, ok := pageCache.(*cache.Valkey); ok {
 		apq = v.KV()
 	}
-	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, log)
+	// One budget per client for the HTTP routes and the subscribe
+	// messages of its WebSocket connections.
+	rateLimit := server.NewRateLimit(cfg.RateLimitRPM, trusted)
+	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, rateLimit, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -337,7 +340,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Metrics:          st.metrics,
 		RequestLog:       requestLog,
 		Ready:            st.readyChecks(),
-		RateLimitRPM:     cfg.RateLimitRPM,
+		RateLimit:        rateLimit,
 		TrustedProxies:   trusted,
 		StreamsPerClient: cfg.StreamsPerClient,
 		Encoder:          enc,
