@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
+	"github.com/tmefeed/tmefeed/internal/httpcache/httpcachetest"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 )
@@ -35,35 +33,7 @@ func newEncoder(t *testing.T) *httpcache.Encoder {
 // uncompress undoes the answer's Content-Encoding.
 func uncompress(t *testing.T, rec *httptest.ResponseRecorder) []byte {
 	t.Helper()
-	b := rec.Body.Bytes()
-	switch ce := rec.Header().Get("Content-Encoding"); ce {
-	case "":
-		return b
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	case "zstd":
-		zr, err := zstd.NewReader(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer zr.Close()
-		out, err := zr.DecodeAll(b, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	default:
-		t.Fatalf("Content-Encoding %q", ce)
-		return nil
-	}
+	return httpcachetest.Decode(t, rec.Header().Get("Content-Encoding"), rec.Body.Bytes())
 }
 
 // Every REST GET answers in the coding Accept-Encoding picks, whether the

@@ -1,7 +1,6 @@
 package widget_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,14 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/net/html"
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
+	"github.com/tmefeed/tmefeed/internal/httpcache/httpcachetest"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -808,7 +806,7 @@ func TestPageAndPostsCompressed(t *testing.T) {
 				if r.Header.Get("ETag") != wantTag {
 					t.Errorf("%s AE %q: ETag %q, want %q", target, c.ae, r.Header.Get("ETag"), wantTag)
 				}
-				if got := decode(t, c.want, raw); got != identity {
+				if got := string(httpcachetest.Decode(t, c.want, raw)); got != identity {
 					t.Errorf("%s AE %q: does not decode to the identity answer", target, c.ae)
 				}
 				// The weak tag revalidates, compressed or not.
@@ -836,34 +834,6 @@ func TestPageAndPostsCompressed(t *testing.T) {
 	if r.Header.Get("Content-Encoding") != "" || r.Header.Get("Vary") != "" {
 		t.Errorf("without an Encoder: Content-Encoding %q, Vary %q", r.Header.Get("Content-Encoding"), r.Header.Get("Vary"))
 	}
-}
-
-func decode(t *testing.T, coding string, b []byte) string {
-	t.Helper()
-	switch coding {
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	case "zstd":
-		zr, err := zstd.NewReader(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer zr.Close()
-		out, err := zr.DecodeAll(b, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
-	return string(b)
 }
 
 // The assets every widget loads, and the snippet page, are sent compressed
@@ -901,7 +871,7 @@ func TestAssetsAndSnippetCompressed(t *testing.T) {
 				t.Errorf("%s AE %q: %d, Content-Encoding %q, Vary %q, Content-Length %s for %d bytes", target, c.ae, r.StatusCode, r.Header.Get("Content-Encoding"), r.Header.Get("Vary"), r.Header.Get("Content-Length"), len(raw))
 				continue
 			}
-			if got := decode(t, c.want, raw); got != identity {
+			if got := string(httpcachetest.Decode(t, c.want, raw)); got != identity {
 				t.Errorf("%s AE %q: does not decode to the identity answer", target, c.ae)
 			}
 			if c.want != "" && len(raw) > len(identity)*2/3 {

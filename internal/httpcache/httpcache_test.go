@@ -9,10 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/tmefeed/tmefeed/internal/httpcache"
+	"github.com/tmefeed/tmefeed/internal/httpcache/httpcachetest"
 )
 
 func TestNegotiate(t *testing.T) {
@@ -100,38 +98,6 @@ func newEncoder(t *testing.T, min int) *httpcache.Encoder {
 	return e
 }
 
-// decode undoes a coding, failing the test if the bytes are not in it.
-func decode(t *testing.T, c string, b []byte) []byte {
-	t.Helper()
-	switch c {
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	case "zstd":
-		zr, err := zstd.NewReader(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer zr.Close()
-		out, err := zr.DecodeAll(b, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	case "":
-		return b
-	}
-	t.Fatalf("unknown coding %q", c)
-	return nil
-}
-
 func TestSelectKeptAndMadeForms(t *testing.T) {
 	e := newEncoder(t, 100)
 	body := bytes.Repeat([]byte(`{"text":"a post"},`), 100)
@@ -145,7 +111,7 @@ func TestSelectKeptAndMadeForms(t *testing.T) {
 			if got != c || !vary || tag != "W/"+rep.ETag || len(b) >= len(body)/4 {
 				t.Errorf("kept %v, %v: coding %v, tag %s, vary %v, %d bytes", kept, c, got, tag, vary, len(b))
 			}
-			if !bytes.Equal(decode(t, c.String(), b), body) {
+			if !bytes.Equal(httpcachetest.Decode(t, c.String(), b), body) {
 				t.Errorf("kept %v, %v: does not decode to the body", kept, c)
 			}
 			checkContentLength(t, rep, c, b, kept)
@@ -255,7 +221,7 @@ func TestHandler(t *testing.T) {
 		if c.path == "/small" {
 			want = `{"data":1}`
 		}
-		if got := decode(t, ce, rec.Body.Bytes()); string(got) != want {
+		if got := httpcachetest.Decode(t, ce, rec.Body.Bytes()); string(got) != want {
 			t.Errorf("%s %s AE %q: body does not decode to the answer", c.method, c.path, c.ae)
 		}
 		if c.path == "/unknown-length" && ce != "" && rec.Header().Get("ETag") != `W/"t"` {
