@@ -41,24 +41,48 @@ func (t sseTransport) Supports(r *http.Request) bool {
 	return err == nil && mt == mediaJSON
 }
 
+// IsStream reports whether r asks for an answer the handler keeps open: a
+// WebSocket upgrade, or a POST that accepts an event stream. It reads
+// headers only and allocates nothing, so that a face in front of the
+// handler (the server's bound on each client's open streams) can ask it
+// of every request and count exactly what the transports stream.
+func IsStream(r *http.Request) bool {
+	return headerHas(r.Header, "Upgrade", "websocket") ||
+		r.Method == http.MethodPost && wantsEventStream(r.Header)
+}
+
+// IsStream is the package's IsStream, for those holding the handler.
+func (h *Handler) IsStream(r *http.Request) bool { return IsStream(r) }
+
 // wantsEventStream reports whether Accept names text/event-stream with a
 // weight above zero.
 func wantsEventStream(h http.Header) bool {
 	for _, v := range h.Values("Accept") {
-		for part := range strings.SplitSeq(v, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil || mt != mediaEventStream {
-				continue
+		for v != "" {
+			var part string
+			part, v, _ = strings.Cut(v, ",")
+			mt, params, _ := strings.Cut(part, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), mediaEventStream) && positiveWeight(params) {
+				return true
 			}
-			if q, set := params["q"]; set {
-				if f, err := strconv.ParseFloat(q, 64); err != nil || f <= 0 {
-					continue
-				}
-			}
-			return true
 		}
 	}
 	return false
+}
+
+// positiveWeight reports whether media-type parameters give no q, or a q
+// that parses above zero.
+func positiveWeight(params string) bool {
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q > 0
+		}
+	}
+	return true
 }
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {

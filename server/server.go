@@ -114,7 +114,8 @@ type Config struct {
 	// StreamsPerClient bounds the streams (WebSocket connections and
 	// event streams at /graphql together) one client, counted as the rate
 	// limit counts it, holds open at once (STREAMS_PER_CLIENT); one more
-	// is refused with 429. 0 means no bound.
+	// is refused with 429. 0 means no bound. Streams are what GraphQL
+	// says they are (its IsStream method; *graph.Handler has one).
 	StreamsPerClient int
 }
 
@@ -251,10 +252,10 @@ func New(cfg Config) http.Handler {
 		// OPTIONS is no exception: CORS preflights never reach the router.
 		if cfg.GraphQL != nil {
 			gql := cfg.Encoder.Handler(cfg.GraphQL)
-			if cfg.StreamsPerClient > 0 {
+			if st, ok := cfg.GraphQL.(streamTeller); ok && cfg.StreamsPerClient > 0 {
 				// At /graphql only: no other route streams, and the /v1
 				// routes' hits must not pay even the check.
-				gql = h.limitStreams(cfg.StreamsPerClient, gql)
+				gql = h.limitStreams(cfg.StreamsPerClient, st.IsStream, gql)
 			}
 			r.Get(graphQLPath, gql.ServeHTTP)
 			r.Post(graphQLPath, gql.ServeHTTP)

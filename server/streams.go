@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,18 +58,24 @@ func (l *streamLimit) release(key string) {
 	}
 }
 
+// streamTeller is a GraphQL handler that tells which requests it keeps open
+// as streams; *graph.Handler is one (graph.IsStream).
+type streamTeller interface {
+	IsStream(r *http.Request) bool
+}
+
 // limitStreams bounds the streams each client (rateKey of clientAddr, as
 // the rate limit counts it) holds open at /graphql. A stream request over
 // the bound is refused before the upgrade or the stream begins; a stream
 // is counted until its handler returns, however it ends (the client gone,
 // the server shutting down, a panic). Other requests pass untouched.
-func (h *handler) limitStreams(perClient int, next http.Handler) http.Handler {
+func (h *handler) limitStreams(perClient int, isStream func(*http.Request) bool, next http.Handler) http.Handler {
 	l := newStreamLimit(perClient)
 	msg := "too many open streams from this client: it may hold " + strconv.Itoa(perClient) +
 		" at once (WebSocket connections and event streams together); close one (several subscriptions can share one WebSocket connection), or retry in " +
 		strconv.Itoa(streamRetryAfter) + "s"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !streamRequest(r) {
+		if !isStream(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -112,62 +117,4 @@ func (h *handler) warnUntrustedProxy(r *http.Request) {
 	}
 	h.log.LogAttrs(r.Context(), slog.LevelWarn, "streams refused to a peer that forwards for others (X-Forwarded-For or X-Real-IP); if it is your reverse proxy, list it in TRUSTED_PROXIES, or every client behind it shares one STREAMS_PER_CLIENT",
 		slog.String("peer", peer.String()))
-}
-
-// streamRequest reports whether r asks for a stream the GraphQL handler
-// keeps open: a WebSocket upgrade, or a POST that accepts an event
-// stream. It errs on the side of a stream (it counts a malformed Accept
-// the handler may not serve as one), so that nothing the handler streams
-// escapes the bound; an ordinary query is told apart by its method and
-// one header lookup, and allocates nothing.
-func streamRequest(r *http.Request) bool {
-	if listsToken(r.Header["Upgrade"], "websocket") {
-		return true
-	}
-	return r.Method == http.MethodPost && acceptsEventStream(r.Header["Accept"])
-}
-
-// listsToken reports whether comma-separated header values list token.
-func listsToken(values []string, token string) bool {
-	for _, v := range values {
-		for v != "" {
-			var part string
-			part, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(part), token) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// acceptsEventStream reports whether Accept values name text/event-stream,
-// unless with a weight that is plainly zero (q=0).
-func acceptsEventStream(values []string) bool {
-	for _, v := range values {
-		for v != "" {
-			var part string
-			part, v, _ = strings.Cut(v, ",")
-			mt, params, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") && !zeroWeight(params) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// zeroWeight reports whether media-type parameters give q a value that
-// parses as 0 or less.
-func zeroWeight(params string) bool {
-	for params != "" {
-		var p string
-		p, params, _ = strings.Cut(params, ";")
-		k, v, _ := strings.Cut(p, "=")
-		if strings.EqualFold(strings.TrimSpace(k), "q") {
-			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return err == nil && q <= 0
-		}
-	}
-	return false
 }

@@ -9,26 +9,31 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmefeed/tmefeed/graph"
 )
 
 // streamingGraphQL stands in for the GraphQL handler: a POST accepting an
 // event stream is answered with a stream held open until the client goes;
-// X-Test-Panic makes it panic; anything else is a one-line answer.
-func streamingGraphQL() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Test-Panic") != "" {
-			panic("the stream's handler failed")
-		}
-		if r.Method == http.MethodPost && strings.Contains(r.Header.Get("Accept"), "text/event-stream;q=1") {
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.WriteHeader(http.StatusOK)
-			_ = http.NewResponseController(w).Flush()
-			<-r.Context().Done()
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"data":{"__typename":"Query"}}`)
-	})
+// X-Test-Panic makes it panic; anything else is a one-line answer. It tells
+// its streams as the real handler does (graph.IsStream).
+type streamingGraphQL struct{}
+
+func (streamingGraphQL) IsStream(r *http.Request) bool { return graph.IsStream(r) }
+
+func (streamingGraphQL) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Test-Panic") != "" {
+		panic("the stream's handler failed")
+	}
+	if r.Method == http.MethodPost && strings.Contains(r.Header.Get("Accept"), "text/event-stream;q=1") {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"data":{"__typename":"Query"}}`)
 }
 
 // postGraphQL sends a POST /graphql with Accept accept; the answer's body
@@ -58,7 +63,7 @@ func postGraphQL(t *testing.T, ctx context.Context, base, accept string, header 
 // place back. A request that does not ask for a stream (q=0 declines
 // one) is served while the client is at its bound.
 func TestStreamLimitGivenBackAfterPanicAndClientGone(t *testing.T) {
-	e := newEnv(t, envOptions{refresh: 10 * time.Second, graphQL: streamingGraphQL(), streams: 1})
+	e := newEnv(t, envOptions{refresh: 10 * time.Second, graphQL: streamingGraphQL{}, streams: 1})
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -101,7 +106,7 @@ func TestStreamLimitGivenBackAfterPanicAndClientGone(t *testing.T) {
 // requests only).
 func TestStreamLimitAllocatesNothingForQueries(t *testing.T) {
 	allocs := func(streams int, method, accept string) float64 {
-		e := newEnv(t, envOptions{refresh: hitRefresh, graphQL: streamingGraphQL(), streams: streams})
+		e := newEnv(t, envOptions{refresh: hitRefresh, graphQL: streamingGraphQL{}, streams: streams})
 		target, body := "/graphql?query=%7B__typename%7D", ""
 		if method == http.MethodPost {
 			target, body = "/graphql", `{"query":"{ __typename }"}`
