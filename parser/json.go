@@ -597,7 +597,7 @@ func (d Date) MarshalJSON() ([]byte, error) {
 func appendDate(b []byte, d *Date) []byte {
 	w := openObject(b)
 	w.opt("string", d.String)
-	if d.String == "" {
+	if !d.Known() {
 		w.null("unix")
 	} else {
 		w.int("unix", d.Unix)

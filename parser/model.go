@@ -235,7 +235,7 @@ type Date struct {
 }
 
 // Known reports whether the date is written on the page or estimated.
-func (d Date) Known() bool { return d.String != "" }
+func (d Date) Known() bool { return d.String != "" || d.Unix != 0 }
 
 // Forwarded names the source of a forwarded post.
 type Forwarded struct {
