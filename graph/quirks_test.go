@@ -188,8 +188,16 @@ func TestUnnamedPosts(t *testing.T) {
 		}
 	}
 	e.query(t, `{ channel(username: "nameless_notes") { posts(first: 8) { edges { cursor node { id messageId url date dateEstimated text { plain } } } } } }`, nil).decode(t, &ch)
-	if n := len(ch.Channel.Posts.Edges); n != 8 {
-		t.Errorf("channel posts: %d, want 8", n)
+	var order []int
+	for _, ed := range ch.Channel.Posts.Edges {
+		n := 0
+		if ed.Node.MessageID != nil {
+			n = *ed.Node.MessageID
+		}
+		order = append(order, n)
+	}
+	if want := []int{79, 78, 0, 0, 73, 72, 71, 70}; !slices.Equal(order, want) {
+		t.Errorf("channel posts %v, want %v (0: named nowhere)", order, want)
 	}
 
 	// REST: id null, never 0.
