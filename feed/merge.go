@@ -106,6 +106,11 @@ func merge(pages []channelPage, f filter, o Order, now time.Time, cw *cursorWrit
 				}
 				if orig, ok := forwardedPost(p); ok {
 					c.identity, c.forwarded = orig, true
+				} else if p.ID == 0 {
+					// t.me names this post nowhere: it is no copy of
+					// another one, and "channel/0" would make it one.
+					cands = append(cands, c)
+					continue
 				}
 				j, seen := index[c.identity]
 				if !seen {

@@ -24,11 +24,12 @@ const maxTitleRunes = 100
 // three ways.
 type entry struct {
 	id          string // https://t.me/<channel>/<id>: the post's own link, stable
+	link        string // id, or for a post t.me names nowhere the channel's page
 	title       string
-	content     string // safe HTML
-	date        time.Time
-	author      string // the channel's title
-	authorURL   string // https://t.me/<channel>
+	content     string    // safe HTML
+	date        time.Time // zero when the page does not date the post
+	author      string    // the channel's title
+	authorURL   string    // https://t.me/<channel>
 	attachments []attachment
 	image       string // the first picture, for JSON Feed's image
 }
@@ -50,7 +51,19 @@ func newEntry(it feed.Item, o *Options) entry {
 	e := entry{
 		id:        postURL(ch, p.ID),
 		authorURL: "https://t.me/" + ch,
-		date:      time.Unix(p.Footer.Date.Unix, 0).UTC(),
+	}
+	e.link = e.id
+	if p.ID == 0 {
+		// No link leads to the post itself: it is read on the channel's
+		// page, and its id comes from what it shows (it never changes
+		// unless the post does).
+		e.link = "https://t.me/s/" + ch
+		e.id = e.link + "#unnamed-" + p.UnnamedKey()
+	}
+	if p.Footer.Date.Known() {
+		// An estimate (Date.Estimated) too: readers sort by it, and it
+		// places the post among its neighbours.
+		e.date = time.Unix(p.Footer.Date.Unix, 0).UTC()
 	}
 	e.author = "@" + ch
 	if it.Channel != nil && strings.TrimSpace(it.Channel.Title.String) != "" {
@@ -88,7 +101,7 @@ func newEntry(it feed.Item, o *Options) entry {
 				e.image = a.url
 			}
 		}
-		writeMedia(&b, ch, p.ID, i, m, o.MediaBase, e.id)
+		writeMedia(&b, ch, p.ID, i, m, o.MediaBase, e.link)
 	}
 	if pl := c.Poll; pl != nil {
 		b.WriteString("<p>" + html.EscapeString(pl.Question) + "</p><ul>")
@@ -175,6 +188,9 @@ func title(p *parser.Post) string {
 		return bound(strings.TrimSpace(c.PreviewLink.Title))
 	case c.Location != nil:
 		return "Location"
+	}
+	if p.ID == 0 {
+		return "Post"
 	}
 	return "Post " + strconv.Itoa(p.ID)
 }

@@ -215,7 +215,7 @@ type rssItem struct {
 	Description string        `xml:"description"`
 	Creator     string        `xml:"dc:creator"` // RSS's own author must be an e-mail address
 	GUID        rssGUID       `xml:"guid"`
-	PubDate     string        `xml:"pubDate"`
+	PubDate     string        `xml:"pubDate,omitempty"`
 	Enclosure   *rssEnclosure `xml:"enclosure"`
 }
 
@@ -248,11 +248,13 @@ func renderRSS(d document, entries []entry) ([]byte, error) {
 	for i, e := range entries {
 		it := rssItem{
 			Title:       e.title,
-			Link:        e.id,
+			Link:        e.link,
 			Description: e.content,
 			Creator:     e.author,
-			GUID:        rssGUID{IsPermaLink: true, Value: e.id},
-			PubDate:     e.date.Format(time.RFC1123Z),
+			GUID:        rssGUID{IsPermaLink: e.id == e.link, Value: e.id},
+		}
+		if !e.date.IsZero() { // pubDate is optional; a post the page does not date has none
+			it.PubDate = e.date.Format(time.RFC1123Z)
 		}
 		if len(e.attachments) > 0 {
 			a := e.attachments[0]
@@ -304,7 +306,7 @@ type atomEntry struct {
 	Title     atomText   `xml:"title"`
 	ID        string     `xml:"id"`
 	Updated   string     `xml:"updated"`
-	Published string     `xml:"published"`
+	Published string     `xml:"published,omitempty"`
 	Links     []atomLink `xml:"link"`
 	Author    atomPerson `xml:"author"` // every entry has one, so the feed needs none
 	Content   atomText   `xml:"content"`
@@ -331,13 +333,19 @@ func renderAtom(d document, entries []entry) ([]byte, error) {
 		Entries:   make([]atomEntry, len(entries)),
 	}
 	for i, e := range entries {
-		date := e.date.Format(time.RFC3339)
+		// Atom requires an entry's updated date: one the page does not
+		// date is no later than the feed; published is optional.
+		date, published := updated.Format(time.RFC3339), ""
+		if !e.date.IsZero() {
+			date = e.date.Format(time.RFC3339)
+			published = date
+		}
 		ae := atomEntry{
 			Title:     atomText{Type: "text", Value: e.title},
 			ID:        e.id,
 			Updated:   date,
-			Published: date,
-			Links:     []atomLink{{Href: e.id, Rel: "alternate", Type: "text/html"}},
+			Published: published,
+			Links:     []atomLink{{Href: e.link, Rel: "alternate", Type: "text/html"}},
 			Author:    atomPerson{Name: e.author, URI: e.authorURL},
 			Content:   atomText{Type: "html", Value: e.content},
 		}
@@ -390,7 +398,7 @@ type jsonItem struct {
 	Title         string           `json:"title"`
 	ContentHTML   string           `json:"content_html"`
 	Image         string           `json:"image,omitempty"`
-	DatePublished string           `json:"date_published"`
+	DatePublished string           `json:"date_published,omitempty"`
 	Authors       []jsonAuthor     `json:"authors"`
 	Attachments   []jsonAttachment `json:"attachments,omitempty"`
 }
@@ -414,13 +422,15 @@ func renderJSON(d document, entries []entry) ([]byte, error) {
 	}
 	for i, e := range entries {
 		ji := jsonItem{
-			ID:            e.id,
-			URL:           e.id,
-			Title:         e.title,
-			ContentHTML:   e.content,
-			Image:         e.image,
-			DatePublished: e.date.Format(time.RFC3339),
-			Authors:       []jsonAuthor{{Name: e.author, URL: e.authorURL}},
+			ID:          e.id,
+			URL:         e.link,
+			Title:       e.title,
+			ContentHTML: e.content,
+			Image:       e.image,
+			Authors:     []jsonAuthor{{Name: e.author, URL: e.authorURL}},
+		}
+		if !e.date.IsZero() { // optional in JSON Feed
+			ji.DatePublished = e.date.Format(time.RFC3339)
 		}
 		for _, a := range e.attachments {
 			ji.Attachments = append(ji.Attachments, jsonAttachment{URL: a.url, MimeType: a.mimeType, Title: a.title, DurationInSeconds: a.duration})

@@ -96,3 +96,58 @@ func TestMediaLinks(t *testing.T) {
 		t.Errorf("content does not link media through the base: %s", e.content)
 	}
 }
+
+// A post t.me names nowhere has an id and link of its own; a date nothing
+// gives is left out where the format allows it and is the feed's own date
+// where Atom requires one, never 1970.
+func TestUnnamedAndUndatedPosts(t *testing.T) {
+	dated := item(parser.Post{ID: 7, Content: parser.PostContent{Text: &parser.Text{String: "dated"}}})
+	p := parser.Post{Content: parser.PostContent{
+		Text:  &parser.Text{String: "no number, no date"},
+		Media: []parser.Media{{Type: parser.MediaImage, URL: "https://cdn.example/p.jpg", Available: true}},
+	}}
+	unnamed := item(p)
+	unnamed.Post.Footer.Date = parser.Date{}
+	items := []feed.Item{dated, unnamed}
+	o := Options{Channels: []string{"somechannel"}, SelfURL: "https://pub.example/v1/atom", MediaBase: "https://pub.example"}
+
+	e := newEntry(unnamed, &o)
+	if e.link != "https://t.me/s/somechannel" || !strings.HasPrefix(e.id, e.link+"#unnamed-") || e.title != "no number, no date" || !e.date.IsZero() {
+		t.Errorf("entry %+v", e)
+	}
+	if len(e.attachments) != 1 || e.attachments[0].url != "https://cdn.example/p.jpg" {
+		t.Errorf("media of a post without a number is linked through /media: %+v", e.attachments)
+	}
+	if again := newEntry(unnamed, &o); again.id != e.id {
+		t.Errorf("id changes: %q, %q", e.id, again.id)
+	}
+
+	for _, f := range []Format{RSS, Atom, JSONFeed} {
+		b, err := Render(f, items, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		if strings.Contains(s, "1970") || strings.Contains(s, "Jan 1970") {
+			t.Errorf("%d: a date of 1970:\n%s", f, s)
+		}
+		switch f {
+		case RSS:
+			if strings.Count(s, "<pubDate>") != 2 { // the channel's and the dated item's
+				t.Errorf("RSS pubDates:\n%s", s)
+			}
+			if !strings.Contains(s, `<guid isPermaLink="false">https://t.me/s/somechannel#unnamed-`) {
+				t.Errorf("RSS guid of the unnamed post:\n%s", s)
+			}
+		case Atom:
+			// Both entries carry the feed's updated date, the dated one as published too.
+			if strings.Count(s, "<updated>2023-11-14T22:13:20Z</updated>") != 3 || strings.Count(s, "<published>") != 1 {
+				t.Errorf("Atom dates:\n%s", s)
+			}
+		case JSONFeed:
+			if strings.Count(s, `"date_published"`) != 1 {
+				t.Errorf("JSON Feed dates:\n%s", s)
+			}
+		}
+	}
+}

@@ -170,6 +170,7 @@ type ComplexityRoot struct {
 		Author        func(childComplexity int) int
 		Channel       func(childComplexity int) int
 		Date          func(childComplexity int) int
+		DateEstimated func(childComplexity int) int
 		Edited        func(childComplexity int) int
 		ForwardedFrom func(childComplexity int) int
 		GlobalID      func(childComplexity int) int
@@ -812,6 +813,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Post.Date(childComplexity), true
+	case "Post.dateEstimated":
+		if e.ComplexityRoot.Post.DateEstimated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Post.DateEstimated(childComplexity), true
 	case "Post.edited":
 		if e.ComplexityRoot.Post.Edited == nil {
 			break
@@ -1567,6 +1574,8 @@ func (ec *executionContext) childFields_Post(ctx context.Context, field graphql.
 		return ec.fieldContext_Post_channel(ctx, field)
 	case "date":
 		return ec.fieldContext_Post_date(ctx, field)
+	case "dateEstimated":
+		return ec.fieldContext_Post_dateEstimated(ctx, field)
 	case "edited":
 		return ec.fieldContext_Post_edited(ctx, field)
 	case "views":
@@ -4106,11 +4115,11 @@ func (ec *executionContext) _Post_messageId(ctx context.Context, field graphql.C
 			return obj.MessageID(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
-			return ec.marshalNInt2int(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Post_messageId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -4175,15 +4184,38 @@ func (ec *executionContext) _Post_date(ctx context.Context, field graphql.Collec
 			return obj.Date(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
-			return ec.marshalNDateTime2timeᚐTime(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalODateTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Post_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Post", field, true, false, "DateTime")
+}
+
+func (ec *executionContext) _Post_dateEstimated(ctx context.Context, field graphql.CollectedField, obj *model.Post) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Post_dateEstimated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DateEstimated(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_Post_date(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Post", field, true, false, "DateTime")
+func (ec *executionContext) fieldContext_Post_dateEstimated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Post", field, true, false, "Boolean")
 }
 
 func (ec *executionContext) _Post_edited(ctx context.Context, field graphql.CollectedField, obj *model.Post) (ret graphql.Marshaler) {
@@ -7858,7 +7890,7 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "messageId":
 			out.Values[i] = ec._Post_messageId(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "url":
@@ -7873,6 +7905,11 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "date":
 			out.Values[i] = ec._Post_date(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "dateEstimated":
+			out.Values[i] = ec._Post_dateEstimated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -8876,20 +8913,6 @@ func (ec *executionContext) marshalNCounters2ᚖgithubᚗcomᚋtmefeedᚋtmefeed
 		return graphql.Null
 	}
 	return ec._Counters(ctx, sel, v)
-}
-
-func (ec *executionContext) unmarshalNDateTime2timeᚐTime(ctx context.Context, v any) (time.Time, error) {
-	res, err := model.UnmarshalDateTime(v)
-	return res, graphql.ErrorOnPath(ctx, err)
-}
-
-func (ec *executionContext) marshalNDateTime2timeᚐTime(ctx context.Context, sel ast.SelectionSet, v time.Time) graphql.Marshaler {
-	_ = sel
-	res := model.MarshalDateTime(v)
-	if res == graphql.Null {
-		graphql.AddInvalidNullFromMarshaler(ctx, "DateTime!")
-	}
-	return res
 }
 
 func (ec *executionContext) unmarshalNEntityKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐEntityKind(ctx context.Context, v any) (model.EntityKind, error) {

@@ -65,6 +65,10 @@ func (r *Resolver) node(ctx context.Context, ref ids.Ref) (model.Node, error) {
 	)
 	switch ref.Type {
 	case ids.TypePost:
+		if ref.Unnamed != "" {
+			// A post t.me names nowhere cannot be asked for again.
+			return nil, nil
+		}
 		var p *model.Post
 		if p, err = r.findPost(ctx, ref.Channel, ref.MessageID); err == nil {
 			n = p

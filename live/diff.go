@@ -17,35 +17,61 @@ func Diff(prev, next *parser.Page) []Event {
 		return nil
 	}
 	header := next.Channel
-	old := make(map[int]*parser.Post, len(prev.Content.Posts))
+	old := make(map[postKey]*parser.Post, len(prev.Content.Posts))
 	maxPrev := 0
 	for i := range prev.Content.Posts {
 		p := &prev.Content.Posts[i]
-		old[p.ID] = p
+		old[keyOf(p)] = p
 		maxPrev = max(maxPrev, p.ID)
 	}
-	minNext := next.Content.Posts[0].ID
-	seen := make(map[int]bool, len(next.Content.Posts))
+	minNext := 0
+	for _, p := range next.Content.Posts {
+		if p.ID != 0 && (minNext == 0 || p.ID < minNext) {
+			minNext = p.ID
+		}
+	}
+	seen := make(map[postKey]bool, len(next.Content.Posts))
 	var news, edits, gone []Event
+	at := 0 // the number of the nearest numbered post at or before p
 	for i := range next.Content.Posts {
 		p := &next.Content.Posts[i]
-		minNext = min(minNext, p.ID)
-		seen[p.ID] = true
-		switch o, ok := old[p.ID]; {
-		case !ok && p.ID > maxPrev:
+		k := keyOf(p)
+		seen[k] = true
+		if p.ID != 0 {
+			at = p.ID
+		}
+		switch o, ok := old[k]; {
+		case !ok && p.ID > maxPrev,
+			!ok && p.ID == 0 && at >= maxPrev:
+			// A post t.me names nowhere is new when it follows every
+			// post prev showed; edited, it is another post (its key is
+			// its content), removed and new.
 			news = append(news, Event{Kind: KindNew, Channel: header, Post: p})
 		case ok && Edit(o, p):
 			edits = append(edits, Event{Kind: KindEdited, Channel: header, Post: p})
 		}
 	}
+	at = 0
 	for i := range prev.Content.Posts {
 		p := &prev.Content.Posts[i]
-		if p.ID >= minNext && !seen[p.ID] {
+		if p.ID != 0 {
+			at = p.ID
+		}
+		if at >= minNext && !seen[keyOf(p)] {
 			gone = append(gone, Event{Kind: KindRemoved, Channel: header, Post: p})
 		}
 	}
 	return slices.Concat(news, edits, gone)
 }
+
+// postKey identifies a post between two parses: its number, or for one
+// t.me names nowhere, its content (parser.Post.UnnamedKey).
+type postKey struct {
+	id      int
+	unnamed string
+}
+
+func keyOf(p *parser.Post) postKey { return postKey{id: p.ID, unnamed: p.UnnamedKey()} }
 
 // Edit reports whether next is an edit of prev worth sending: its text,
 // media, poll question or options, link preview, location, buttons or

@@ -90,3 +90,36 @@ func TestDiffRemovedAndEdited(t *testing.T) {
 		t.Errorf("an unchanged page gave events")
 	}
 }
+
+// Posts t.me names nowhere (nameless_notes' 76 and 77, ID 0) are told
+// apart by what they show: neither is taken for the other or for a post
+// of that number, a new one after the newest known post is NEW, one gone
+// from the page's range is REMOVED.
+func TestDiffUnnamedPosts(t *testing.T) {
+	b, err := os.ReadFile("../fixtures/pages/s/nameless_notes.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev, err := parser.ParseBody(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live.Diff(prev, clone(prev)) != nil {
+		t.Fatal("an unchanged page with two unnamed posts gave events")
+	}
+	next := clone(prev)
+	// 77 (the second unnamed post) is deleted; a new unnamed post follows 79.
+	fresh := next.Content.Posts[len(next.Content.Posts)-1]
+	fresh.ID = 0
+	fresh.Content.Text = &parser.Text{String: "fresh", HTML: "fresh"}
+	next.Content.Posts = append(slices.Delete(next.Content.Posts, 5, 6), fresh)
+
+	events := live.Diff(prev, next)
+	got := kinds(events)
+	if want := []string{"NEW:0", "REMOVED:0"}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	if events[0].Post.Content.Text.String != "fresh" || events[1].Post.Content.Text.String != "Rain again. A good day for the long novel." {
+		t.Errorf("NEW %q, REMOVED %q", events[0].Post.Content.Text.String, events[1].Post.Content.Text.String)
+	}
+}

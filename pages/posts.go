@@ -126,6 +126,7 @@ func (w Window) validate() error {
 // them newest first and whether more posts lie beyond.
 func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Page, bound int, older bool, n int) ([]*parser.Post, bool, error) {
 	var got []*parser.Post // in walking order
+	lastID := 0            // the number of the last post got that has one
 	maxPages := min(n/PostsPerPage+2, s.historyPages)
 	page := first
 	for fetched := 0; ; fetched++ {
@@ -138,19 +139,30 @@ func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Pa
 			page = res.Page
 		}
 		posts := page.Content.Posts // oldest first
+		// A post t.me names nowhere (ID 0) is placed by its neighbours: it
+		// is taken once a numbered post before it in walking order was,
+		// past the bound and the pages already read.
+		open := bound == 0 && lastID == 0
 		for i := range posts {
 			j := i
 			if older {
 				j = len(posts) - 1 - i
 			}
 			p := &posts[j]
+			if p.ID == 0 {
+				if open {
+					got = append(got, p)
+				}
+				continue
+			}
 			if bound > 0 && (older && p.ID >= bound || !older && p.ID <= bound) {
 				continue
 			}
-			if len(got) > 0 && (older && p.ID >= got[len(got)-1].ID || !older && p.ID <= got[len(got)-1].ID) {
+			if lastID != 0 && (older && p.ID >= lastID || !older && p.ID <= lastID) {
 				continue // pages may overlap
 			}
 			got = append(got, p)
+			lastID, open = p.ID, true
 		}
 		next := page.Meta.Offset.Before
 		if !older {
@@ -193,7 +205,7 @@ func (s *Service) postsAround(ctx context.Context, channel string, id, n int) (P
 	// centre: the first post at or below id
 	c := len(all)
 	for i, p := range all {
-		if p.ID <= id {
+		if p.ID != 0 && p.ID <= id {
 			c = i
 			break
 		}

@@ -1,6 +1,8 @@
 package parser
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -204,6 +206,27 @@ func AppendPageJSON(b []byte, p *Page) []byte {
 	return w.done()
 }
 
+// MarshalJSON writes the post as AppendPostJSON does, through encoding/json
+// (so the tests can hold the two together): id is null for a post t.me
+// names nowhere.
+func (p Post) MarshalJSON() ([]byte, error) {
+	type plain Post
+	var id *int
+	if p.ID != 0 {
+		id = &p.ID
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the calling encoder applies its own choice
+	if err := enc.Encode(struct {
+		ID *int `json:"id"`
+		plain
+	}{id, plain(p)}); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // appendPosts writes posts as an array; a page without posts has null, as
 // encoding/json writes a nil slice.
 func appendPosts(b []byte, posts []Post) []byte {
@@ -230,7 +253,7 @@ func AppendMetaJSON(b []byte, m Meta) []byte {
 // AppendPostJSON appends p as the REST API writes a post.
 func AppendPostJSON(b []byte, p *Post) []byte {
 	w := openObject(b)
-	w.int("id", int64(p.ID))
+	w.optInt("id", int64(p.ID))
 	w.str("view", p.View)
 	if p.Service != nil {
 		w.key("service")
@@ -561,11 +584,27 @@ func appendFooter(b []byte, f *Footer) []byte {
 	w.bool("edited", f.Edited)
 	w.optRich("author", f.Author)
 	w.key("date")
-	w.b = append(w.b, `{"string":`...)
-	w.b = appendString(w.b, f.Date.String)
-	w.b = append(w.b, `,"unix":`...)
-	w.b = strconv.AppendInt(w.b, f.Date.Unix, 10)
-	w.b = append(w.b, '}')
+	w.b = appendDate(w.b, &f.Date)
+	return w.done()
+}
+
+// MarshalJSON writes the date; an unknown one is {"string": null, "unix":
+// null}, an estimate carries "estimated": true.
+func (d Date) MarshalJSON() ([]byte, error) {
+	return appendDate(make([]byte, 0, 64+len(d.String)), &d), nil
+}
+
+func appendDate(b []byte, d *Date) []byte {
+	w := openObject(b)
+	w.opt("string", d.String)
+	if !d.Known() {
+		w.null("unix")
+	} else {
+		w.int("unix", d.Unix)
+	}
+	if d.Estimated {
+		w.bool("estimated", true)
+	}
 	return w.done()
 }
 

@@ -87,7 +87,9 @@ type Preview struct {
 	IsVerified       bool   `json:"is_verified"`
 }
 
-// Post is one channel message.
+// Post is one channel message. ID is its message number, 0 when t.me names
+// none anywhere (data-post, the date link and data-view all lack it): such
+// a post has no link and no global id, and its JSON id is null.
 type Post struct {
 	ID        int         `json:"id"`
 	Channel   string      `json:"-"` // the username in data-post; the page's channel
@@ -220,10 +222,20 @@ type Footer struct {
 
 // Date is a post date as the page writes it (RFC 3339 with the page's
 // offset, e.g. "2024-05-01T12:30:00+00:00") and as Unix seconds.
+//
+// t.me sometimes writes an empty datetime (the newest post of a page, as
+// if being published). The date is then estimated from the post's
+// neighbours on the page (dates.go) and Estimated is set; String is the
+// estimate in the same form. A date that is neither written nor estimated
+// is unknown: String is empty and Unix 0, both null in JSON.
 type Date struct {
-	String string `json:"string"`
-	Unix   int64  `json:"unix"`
+	String    string `json:"string"`
+	Unix      int64  `json:"unix"`
+	Estimated bool   `json:"estimated,omitempty"`
 }
+
+// Known reports whether the date is written on the page or estimated.
+func (d Date) Known() bool { return d.String != "" || d.Unix != 0 }
 
 // Forwarded names the source of a forwarded post.
 type Forwarded struct {

@@ -61,6 +61,10 @@ func ParseBody(b []byte) (*Page, error) {
 	if p.Meta.Offset.After == 0 && s.next == "" {
 		p.Meta.Offset.After = s.moreAfter
 	}
+	if s.undated {
+		// No newer page: the newest post here is the channel's newest.
+		estimateDates(p.Content.Posts, p.Meta.Offset.After == 0)
+	}
 	return p, nil
 }
 
@@ -95,6 +99,11 @@ func ParseMore(b []byte) (*Page, error) {
 	}
 	p := &Page{Content: Content{Posts: s.posts}}
 	p.Meta.Offset = Offset{Before: s.moreBefore, After: s.moreAfter}
+	if s.undated {
+		// A chunk cannot tell whether newer posts follow it (a "before"
+		// chunk has no anchor after its posts either): never the newest.
+		estimateDates(p.Content.Posts, false)
+	}
 	return p, nil
 }
 

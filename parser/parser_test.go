@@ -190,6 +190,12 @@ func TestFixturesAreComplete(t *testing.T) {
 			}
 		}
 		for _, p := range posts {
+			if p.ID == 0 && f.rel == "s/nameless_notes.html" && p.Footer.Date.Unix > 0 {
+				continue // t.me names two of its posts nowhere (dates_test.go)
+			}
+			if p.Footer.Date == (Date{}) && f.rel == "embed/late_edition/305.html" && p.ID == 305 {
+				continue // an undated post with no neighbours (dates_test.go)
+			}
 			if p.ID <= 0 || p.Footer.Date.Unix <= 0 || p.Channel == "" {
 				t.Errorf("%s: post without id, date or channel: id=%d date=%d channel=%q", f.rel, p.ID, p.Footer.Date.Unix, p.Channel)
 			}
@@ -395,6 +401,13 @@ func FuzzParse(f *testing.F) {
 		})
 	}
 	f.Add(wrapPost(`<b>a<i>b</b>c</i><a href="?q=%23x">#x`))
+	// Posts t.me leaves unnamed (data-view the only place of the number,
+	// or nowhere) and undated (an empty or garbled datetime), on a page
+	// and in a chunk.
+	f.Add(unnamedPost("chan_name/", `eyJjIjotMTAwLCJwIjoiNzNnIiwidCI6MTc3OTI3ODQwMH0`, "2026-03-01T10:00:00+00:00"))
+	f.Add(unnamedPost("chan_name/", `eyJjIjotMTAwLCJ0IjoxNzc5Mjc4NDAwfQ==`, ""))
+	f.Add(unnamedPost("chan_name/7", `%%%`, "2026-03-01 10:00"))
+	f.Add(append(wrapPost("older"), unnamedPost("chan_name/", `eyJwIjo4LCJ0IjoiMTc3OTI3ODQwMCJ9`, "")...))
 	f.Add([]byte(`"<div class=\"tgme_widget_message\" data-post=\"a/1\">"`))
 	f.Add(bubblePost(`<span dir="auto">` + nest(`x <b>y</b>`, " ", 2) + `</span><div class="media_not_supported_cont">` +
 		`<div class="message_media_not_supported_label">Please open Telegram</div></div>`))
@@ -490,7 +503,7 @@ func TestDateKeepsPageString(t *testing.T) {
 			}
 			n++
 			d := p.Footer.Date
-			if !slices.Contains(onPage, d.String) {
+			if !d.Estimated && !slices.Contains(onPage, d.String) { // an estimate is no datetime of the page (dates_test.go)
 				t.Errorf("%s post %d: date %q is not a datetime on the page", f.rel, p.ID, d.String)
 			}
 			if at, err := time.Parse(time.RFC3339, d.String); err != nil || at.Unix() != d.Unix {

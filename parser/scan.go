@@ -188,6 +188,7 @@ type scanner struct {
 	prev, next, canonical    string
 	moreBefore, moreAfter    int
 	pageAvatar               string
+	undated                  bool // a post has no date the page writes: estimateDates has work
 }
 
 func newScanner(b []byte) *scanner {
@@ -803,9 +804,19 @@ func (s *scanner) endPost() {
 		}
 		p.Service.Type = serviceType(p.Service.Text)
 	}
+	if p.ID == 0 {
+		// t.me sometimes writes data-post="<channel>/" and a date link
+		// without the number; data-view still names the message. Decoded
+		// only here, so posts that carry their number pay nothing for it.
+		p.ID, _ = viewFacts(p.View)
+	}
 	if p.ID == 0 && p.Footer.Date.Unix == 0 && p.Content.Text == nil && len(p.Content.Media) == 0 {
 		// an empty shell (e.g. a widget template): drop it
 		s.posts = s.posts[:len(s.posts)-1]
+		return
+	}
+	if p.Footer.Date.String == "" {
+		s.undated = true
 	}
 }
 

@@ -58,6 +58,12 @@ func optStr() tmKey                     { return opt(jString, "") }
 func num() tmKey                        { return req(jNumber, "") }
 func list(elem string, null bool) tmKey { return tmKey{kind: jArray, elem: elem, null: null} }
 
+// unknown is a key telegram-me's model requires that tmefeed sends as null
+// when t.me's page has no value at all (docs/compat-telegram-me.md,
+// "Remaining differences"): a post's number that the page names nowhere,
+// a date it does not write and no neighbour dates.
+func unknown(k jsonKind) tmKey { return tmKey{kind: k, null: true} }
+
 var telegramMe = map[string]map[string]tmKey{
 	"ChannelBody": {"channel": req(jObject, "Channel"), "content": req(jObject, "Content"), "meta": req(jObject, "Meta")},
 	"More":        {"posts": list("Post", false), "meta": req(jObject, "Meta")},
@@ -72,7 +78,7 @@ var telegramMe = map[string]map[string]tmKey{
 	"Meta":    {"offset": req(jObject, "OffsetItem")},
 	"OffsetItem": {
 		"before": opt(jNumber, ""), "after": opt(jNumber, "")},
-	"Post": {"id": num(), "content": req(jObject, "ContentPost"), "footer": req(jObject, "Footer"),
+	"Post": {"id": unknown(jNumber), "content": req(jObject, "ContentPost"), "footer": req(jObject, "Footer"),
 		"forwarded": opt(jObject, "Forwarded"), "view": str()},
 	"ContentPost": {"text": opt(jObject, "Text"), "media": list("MediaItem", true), "poll": opt(jObject, "Poll"),
 		"inline": list("Inline", true), "reply": opt(jObject, "Reply"), "preview_link": opt(jObject, "PreviewLink"),
@@ -89,7 +95,7 @@ var telegramMe = map[string]map[string]tmKey{
 	"PreviewLink": {"title": optStr(), "url": str(), "site_name": optStr(), "description": optRich(), "thumb": optStr()},
 	"Reacts":      {"count": str(), "type": str(), "emoji": optStr(), "emoji_id": optStr(), "emoji_image": optStr()},
 	"Footer":      {"views": optStr(), "edited": always(jBool), "author": optRich(), "date": req(jObject, "Date")},
-	"Date":        {"string": str(), "unix": num()},
+	"Date":        {"string": unknown(jString), "unix": unknown(jNumber)},
 	"Forwarded":   {"name": rich(), "url": optStr()},
 	"PreviewChannel": {"title": str(), "subscribers": str(), "description": optStr(), "avatar": optStr(),
 		"is_verified": req(jBool, "")},
@@ -167,6 +173,9 @@ func (w *shapeWalk) object(where string, v any, model string) {
 func (w *shapeWalk) values(where string, o map[string]any, model string) {
 	switch model {
 	case "Date":
+		if o["string"] == nil && o["unix"] == nil {
+			return // unknown: both null
+		}
 		s, _ := o["string"].(string)
 		unix, _ := o["unix"].(float64)
 		if at, err := time.Parse(time.RFC3339, s); err != nil || at.Unix() != int64(unix) || strings.HasSuffix(s, "Z") {
@@ -304,6 +313,8 @@ func (sparsePages) RenderedRep(_ context.Context, _ string, _ origin.Request, re
 				Media: []parser.Media{{Type: parser.MediaVideo, Available: true}},
 				Reply: &parser.Reply{Name: parser.Rich{String: "A", HTML: "A"}, Text: parser.Rich{String: "B", HTML: "B"}, ToMessage: 1},
 			}},
+			// t.me names this post nowhere and nothing dates it.
+			{View: "v3", Content: parser.PostContent{Text: &parser.Text{String: "C", HTML: "C"}}},
 		}},
 	}
 	b, err := render(pages.Result{Page: page, FetchedAt: time.Now()})

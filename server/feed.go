@@ -50,6 +50,20 @@ type FeedPost struct {
 	Channel *parser.Channel `json:"channel"`
 }
 
+// MarshalJSON writes the post's keys, as /v1/post does, then channel:
+// without it the post's own MarshalJSON, promoted, would write the post
+// alone.
+func (f FeedPost) MarshalJSON() ([]byte, error) {
+	ch, err := json.Marshal(f.Channel)
+	if err != nil {
+		return nil, err
+	}
+	b := parser.AppendPostJSON(make([]byte, 0, 1024+len(ch)), f.Post)
+	b = append(b[:len(b)-1], `,"channel":`...)
+	b = append(b, ch...)
+	return append(b, '}'), nil
+}
+
 // FeedFailure is a channel that could not be read.
 type FeedFailure struct {
 	Channel string    `json:"channel"`

@@ -164,6 +164,12 @@ func newPostView(it feed.Item, base string) postView {
 	hue := fnv.New32a()
 	_, _ = hue.Write([]byte(ch))
 	v.Hue = int(hue.Sum32() % avatarHues)
+	if p.ID == 0 {
+		// t.me names this post nowhere: it is read on the channel's page,
+		// and known by what it shows.
+		key := p.UnnamedKey()
+		v.Key, v.DOMID, v.URL = ch+"/~"+key, "p-"+ch+"-u"+key, v.ChannelURL
+	}
 	if p.Footer.Date.Unix > 0 {
 		v.DateFallback = time.Unix(p.Footer.Date.Unix, 0).UTC().Format("2 Jan 2006 15:04 UTC")
 	}

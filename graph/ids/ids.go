@@ -29,12 +29,20 @@ var ErrInvalid = errors.New("not an id of this API")
 type Ref struct {
 	Type      string // TypePost or TypeChannel
 	Channel   string // lower-case username
-	MessageID int    // TypePost only
+	MessageID int    // TypePost only; 0 for an unnamed post
+	Unnamed   string // TypePost of a post t.me names nowhere: its key
 }
 
 // Post is the id of message messageID of channel.
 func Post(channel string, messageID int) string {
 	return encode(TypePost + ":" + strings.ToLower(channel) + "/" + strconv.Itoa(messageID))
+}
+
+// UnnamedPost is the id of a post of channel that t.me names nowhere, key
+// being parser.Post.UnnamedKey. It is no post's number, so it collides
+// with none; node() finds no post by it.
+func UnnamedPost(channel, key string) string {
+	return encode(TypePost + ":" + strings.ToLower(channel) + "/~" + key)
 }
 
 // Channel is the id of the channel with this username.
@@ -64,6 +72,10 @@ func Parse(id string) (Ref, error) {
 		r = Ref{Type: typ, Channel: key}
 	case TypePost:
 		ch, num, ok := strings.Cut(key, "/")
+		if k, unnamed := strings.CutPrefix(num, "~"); ok && unnamed && k != "" && len(k) <= 16 && strings.Trim(k, "0123456789abcdef") == "" {
+			r = Ref{Type: typ, Channel: ch, Unnamed: k}
+			break
+		}
 		n, err := strconv.Atoi(num)
 		if !ok || err != nil || n < 1 || n > pages.MaxPosition {
 			return bad("names no post")
@@ -83,6 +95,9 @@ func Parse(id string) (Ref, error) {
 
 // String is the id r decodes from.
 func (r Ref) String() string {
+	if r.Type == TypePost && r.Unnamed != "" {
+		return UnnamedPost(r.Channel, r.Unnamed)
+	}
 	if r.Type == TypePost {
 		return Post(r.Channel, r.MessageID)
 	}

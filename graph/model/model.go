@@ -20,19 +20,47 @@ type Post parser.Post
 // PostOf returns p as a *Post.
 func PostOf(p *parser.Post) *Post { return (*Post)(p) }
 
-// GlobalID is the post's Node id.
-func (p *Post) GlobalID() string { return ids.Post(p.Channel, p.ID) }
+// GlobalID is the post's Node id; one t.me names nowhere has an id of its
+// own, which no other post shares.
+func (p *Post) GlobalID() string {
+	if p.ID == 0 {
+		return ids.UnnamedPost(p.Channel, (*parser.Post)(p).UnnamedKey())
+	}
+	return ids.Post(p.Channel, p.ID)
+}
 
-// MessageID is the post's number within its channel.
-func (p *Post) MessageID() int { return p.ID }
+// MessageID is the post's number within its channel, nil when t.me names
+// the post nowhere.
+func (p *Post) MessageID() *int {
+	if p.ID == 0 {
+		return nil
+	}
+	return &p.ID
+}
 
 func (*Post) IsNode() {}
 
-// URL is the post's public link.
-func (p *Post) URL() string { return "https://t.me/" + p.Channel + "/" + strconv.Itoa(p.ID) }
+// URL is the post's public link: the channel's page for a post without a
+// number.
+func (p *Post) URL() string {
+	if p.ID == 0 {
+		return "https://t.me/s/" + p.Channel
+	}
+	return "https://t.me/" + p.Channel + "/" + strconv.Itoa(p.ID)
+}
 
-// Date is when the post was published.
-func (p *Post) Date() time.Time { return time.Unix(p.Footer.Date.Unix, 0).UTC() }
+// Date is when the post was published, or the parser's estimate of it;
+// nil when the page does not date it at all.
+func (p *Post) Date() *time.Time {
+	if !p.Footer.Date.Known() {
+		return nil
+	}
+	t := time.Unix(p.Footer.Date.Unix, 0).UTC()
+	return &t
+}
+
+// DateEstimated reports whether Date is an estimate.
+func (p *Post) DateEstimated() bool { return p.Footer.Date.Estimated }
 
 // Edited reports whether the post shows the edited mark.
 func (p *Post) Edited() bool { return p.Footer.Edited }

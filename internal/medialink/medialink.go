@@ -24,9 +24,10 @@ func Link(base, channel string, id, index int, thumb bool) string {
 // Links replaces a media's file and preview URLs, as the face would link
 // them ("" for none), by their durable links under base; a URL the face
 // would not link stays "", since /media could only redirect to it. An
-// empty base returns them as they are.
+// empty base returns them as they are, and so does a post without a
+// number (id 0: t.me names it nowhere), which /media cannot look up.
 func Links(base, channel string, id, index int, file, thumb string) (string, string) {
-	if base == "" {
+	if base == "" || id <= 0 {
 		return file, thumb
 	}
 	if file != "" {

@@ -16,6 +16,9 @@ func TestLinks(t *testing.T) {
 		{"https://feeds.example", "", "https://cdn4.telesco.pe/b.jpg", "", "https://feeds.example/media/news/42/1?thumb=1"},
 		{"https://feeds.example/tmefeed", "https://cdn4.telesco.pe/a.jpg", "", "https://feeds.example/tmefeed/media/news/42/1", ""},
 	}
+	if f, th := medialink.Links("https://feeds.example", "news", 0, 1, "https://cdn4.telesco.pe/a.jpg", "https://cdn4.telesco.pe/b.jpg"); f != "https://cdn4.telesco.pe/a.jpg" || th != "https://cdn4.telesco.pe/b.jpg" {
+		t.Errorf("a post without a number has no durable link: got %q, %q", f, th)
+	}
 	for _, c := range cases {
 		f, th := medialink.Links(c.base, "news", 42, 1, c.file, c.thumb)
 		if f != c.wantFile || th != c.wantThumb {
