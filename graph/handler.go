@@ -260,11 +260,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Live != nil {
 		srv.AddTransport(wsTransport{
 			ws: transport.Websocket{
-				InitTimeout:           cfg.InitTimeout,
 				PingPongInterval:      cfg.KeepAlive, // graphql-transport-ws
 				KeepAlivePingInterval: cfg.KeepAlive, // the older graphql-ws
 				PayloadReadLimit:      &cfg.MaxBodyBytes,
 			},
+			initTimeout:  cfg.InitTimeout,
 			streams:      st,
 			gate:         run.gate,
 			origins:      cfg.Origins,
