@@ -17,11 +17,13 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/internal/defaults"
+	"github.com/tmefeed/tmefeed/pages"
 )
 
 // Defaults for zero Config fields.
@@ -92,6 +94,9 @@ type HandlerConfig struct {
 	MaxPostsFirst         int // first of Channel.posts
 	MaxPreviews           int // names of previews; zero means Feed.MaxChannels()
 	Concurrency           int // pages fetched at once for previews and for a subscription's look-up of its channels
+	// FanOut bounds the look-ups of every fan-out of the process together
+	// (pages.EachChannel), shared with the REST face; nil: no bound.
+	FanOut *pages.Gate
 	// Timeout bounds one operation, from parsing to the last byte
 	// written; for a subscription, the look-up of its channels before it
 	// starts.
@@ -221,8 +226,10 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		maxPreviews:   cfg.MaxPreviews,
 		maxPostsFirst: cfg.MaxPostsFirst,
 		concurrency:   cfg.Concurrency,
+		fanOut:        cfg.FanOut,
 		timeout:       cfg.Timeout,
 		log:           cfg.Logger,
+		checked:       expirable.NewLRU[string, struct{}](checkedChannels, nil, checkedFor),
 	}
 	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
 	present := errorPresenter(cfg.Logger, cfg.Now)

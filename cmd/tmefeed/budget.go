@@ -65,7 +65,16 @@ type memoryBudget struct {
 	// whole until it ends; without a bound, connections each sending
 	// server.MaxHeaderBytes of header lines outgrow any budget.
 	HeaderBytes int64
+	// FanOutPages bounds the channel look-ups of every fan-out at once
+	// (pages.Gate: subscriptions starting, previews), each holding about
+	// a page and its parse: an eighth of the budget at buildPageBytes
+	// each, at least minFanOutPages.
+	FanOutPages int
 }
+
+// minFanOutPages keeps one subscription's or one preview request's
+// look-ups running in parallel at the smallest budget.
+const minFanOutPages = 16
 
 // minHeaderBytes lets 64 requests at server.MaxHeaderBytes be read at once
 // at the smallest budget.
@@ -86,6 +95,7 @@ func splitBudget(total int64, maxChannels int) memoryBudget {
 		BuildingPages: max(maxChannels, int(total/4/buildPageBytes)),
 		AnswerValues:  max(minAnswerValues, int(total/4/answerValueBytes)),
 		HeaderBytes:   max(minHeaderBytes, total/8),
+		FanOutPages:   max(minFanOutPages, int(total/8/buildPageBytes)),
 	}
 }
 
@@ -128,6 +138,7 @@ func (b memoryBudget) LogValue() slog.Value {
 		slog.Int("building_pages", b.BuildingPages),
 		slog.Int("answer_values", b.AnswerValues),
 		slog.String("request_headers", mib(b.HeaderBytes)),
+		slog.Int("fan_out_pages", b.FanOutPages),
 	)
 }
 

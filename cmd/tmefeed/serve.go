@@ -317,7 +317,10 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	// One budget per client for the HTTP routes and the subscribe
 	// messages of its WebSocket connections.
 	rateLimit := server.NewRateLimit(cfg.RateLimitRPM, trusted)
-	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, rateLimit, log)
+	// One bound on the channel look-ups of every fan-out (subscriptions
+	// starting, previews), counted in the memory budget.
+	fanOut := pages.NewGate(st.budget.FanOutPages)
+	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -357,6 +360,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Widget:     embed,
 		PublicURL:  cfg.PublicURL,
 		Media:      st.pages,
+		FanOut:     fanOut,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins:      splitList(cfg.CORSOrigins),
 		Metrics:          st.metrics,
