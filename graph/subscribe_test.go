@@ -328,11 +328,11 @@ func TestSubscriptionArgumentsAreChecked(t *testing.T) {
 	}
 }
 
-// TestWebSocketInitTimeout: a connection that does not send
+// TestAbuseWebSocketInitTimeout: a connection that does not send
 // connection_init in time is closed with graphql-transport-ws's 4408 and
 // the reason (clients retry after it; 1002 they take as fatal), one that
 // sends it in time is not, and the older graphql-ws keeps 1002.
-func TestWebSocketInitTimeout(t *testing.T) {
+func TestAbuseWebSocketInitTimeout(t *testing.T) {
 	e, _ := newLiveEnv(t, envOptions{initTimeout: 100 * time.Millisecond})
 	c, _, err := dialWS(t, e.srv.URL, nil)
 	if err != nil {
@@ -365,6 +365,7 @@ func TestWebSocketInitTimeout(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != websocket.StatusProtocolError {
 		t.Fatalf("graphql-ws read: %v; want a close with 1002", err)
 	}
+	t.Logf("FIGURE: graphql | WebSocket without connection_init within WS_INIT_TIMEOUT: close code | 4408")
 }
 
 // TestWebSocketKeepAlive: the server pings an idle connection, and drops

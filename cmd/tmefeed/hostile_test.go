@@ -47,13 +47,13 @@ var (
 	onAttribute   = regexp.MustCompile(`(?i)\son[a-z]+\s*=`)
 )
 
-// TestHostileOriginBytes: a fixture page with a javascript: picture URL,
+// TestAbuseHostileOriginBytes: a fixture page with a javascript: picture URL,
 // a javascript: link with on* handlers and invalid UTF-8. /media never
 // redirects to the picture (502, saying why); the GraphQL answer and the
 // /embed page are valid UTF-8; GraphQL's html holds no javascript: and no
 // on* attribute (htmlAsServed keeps the page's markup, as documented),
 // and entity URLs that are not http, https or tg are null.
-func TestHostileOriginBytes(t *testing.T) {
+func TestAbuseHostileOriginBytes(t *testing.T) {
 	s := startLiveWith(t, fixtures.OriginOptions{Pages: hostilePages(t)}, nil)
 	// Redirects are read, never followed: nothing leaves the loopback.
 	s.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -140,4 +140,6 @@ func TestHostileOriginBytes(t *testing.T) {
 	if javascriptURL.MatchString(body) {
 		t.Errorf("/embed carries a javascript: URL")
 	}
+	t.Logf("FIGURE: origin | page with a javascript: picture URL, a javascript: link with on* handlers and invalid UTF-8: /media answer | 502 (no Location)")
+	t.Logf("FIGURE: origin | same page: GraphQL and /embed answers valid UTF-8, javascript: or on* in GraphQL text.html | yes, none")
 }
