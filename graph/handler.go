@@ -17,7 +17,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tmefeed/tmefeed/feed"
@@ -229,8 +229,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		fanOut:        cfg.FanOut,
 		timeout:       cfg.Timeout,
 		log:           cfg.Logger,
-		checked:       expirable.NewLRU[string, struct{}](checkedChannels, nil, checkedFor),
+		now:           cfg.Now,
 	}
+	// An LRU of expiry times rather than one that expires entries itself,
+	// which would run a goroutine for ever.
+	r.checked, _ = lru.New[string, time.Time](checkedChannels) // errors only for a size < 1
 	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
 	present := errorPresenter(cfg.Logger, cfg.Now)
 

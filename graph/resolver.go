@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/internal/flight"
@@ -40,7 +40,8 @@ type Resolver struct {
 	// for a while; lookups shares the look-ups in progress. Subscriptions
 	// starting together to the same channels (one client's hundreds, a
 	// dashboard's after a deploy) then read each channel once.
-	checked *expirable.LRU[string, struct{}]
+	checked *lru.Cache[string, time.Time] // until when
+	now     func() time.Time
 	lookups flight.Group[struct{}]
 	timeout time.Duration // bounds a subscription's look-up of its channels
 	log     *slog.Logger

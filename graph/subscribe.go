@@ -124,7 +124,7 @@ func (r *Resolver) checkChannels(ctx context.Context, channels []string) error {
 	// same hundred channels costs a hundred reads, not a hundred thousand.
 	todo := make([]string, 0, len(channels))
 	for _, ch := range channels {
-		if !r.checked.Contains(ch) {
+		if !r.found(ch) {
 			todo = append(todo, ch)
 		}
 	}
@@ -168,7 +168,7 @@ const (
 // lookUp reads a channel's newest page once for every subscription
 // looking it up at the same time, and remembers it was found.
 func (r *Resolver) lookUp(ctx context.Context, ch string) (struct{}, error) {
-	if r.checked.Contains(ch) {
+	if r.found(ch) {
 		return struct{}{}, nil
 	}
 	return r.lookups.Do(ctx, ch, func(ctx context.Context) (struct{}, error) {
@@ -177,10 +177,16 @@ func (r *Resolver) lookUp(ctx context.Context, ch string) (struct{}, error) {
 		defer cancel()
 		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch})
 		if err == nil {
-			r.checked.Add(ch, struct{}{})
+			r.checked.Add(ch, r.now().Add(checkedFor))
 		}
 		return struct{}{}, err
 	})
+}
+
+// found reports whether a look-up found ch within checkedFor.
+func (r *Resolver) found(ch string) bool {
+	until, ok := r.checked.Peek(ch)
+	return ok && r.now().Before(until)
 }
 
 // streamEndError is what the client learns when the hub ends a
