@@ -171,6 +171,8 @@ func Classify(err error) Fault {
 // specific first; "" if it is none.
 func upstreamMessage(err error) string {
 	switch {
+	case errors.Is(err, pages.ErrUnsafeMediaURL):
+		return "Telegram's page names a media URL that is not an https URL on Telegram's hosts; it is not followed"
 	case errors.Is(err, origin.ErrTooLarge):
 		return "Telegram answered with a page too large to read"
 	case errors.Is(err, origin.ErrRefused):

@@ -71,6 +71,11 @@ func introspectionAliases(n, m int, inline bool) string {
 
 func repeat(s string, n int) string { return strings.Repeat(s, n) }
 
+// definitionDirectives is the issue's document: 7,400 unknown directives on
+// a fragment definition, which validation answered with 29,598 errors
+// (4.35 MB) when only fields' directives were counted.
+var definitionDirectives = "{...F} fragment F on Query" + repeat(" @x", 7400) + " {__typename}"
+
 // nested is depth levels of a { … } around leaf.
 func nested(field, leaf string, depth int) string {
 	return repeat(field+" { ", depth) + leaf + repeat(" }", depth)
@@ -172,6 +177,20 @@ func abuseCases(t *testing.T) []abuseCase {
 		{name: "5,000 root __typename", class: "repeated", query: "{" + repeat(" __typename", 5000) + " }", code: complexity},
 		{name: "a few repeats", class: "repeated", query: `{ channel(username: "tmefeed_news") { title title ...C ...C } } fragment C on Channel { title username }`, reaches: true},
 
+		// Directives on definitions: each unknown or misplaced one is an
+		// error of its own, so they count against the same limit as
+		// fields' directives, wherever they stand.
+		{name: "7,400 directives on a fragment definition (22 KB)", class: "directives", query: definitionDirectives, code: complexity, message: "directives"},
+		{name: "7,400 directives on a fragment definition, GET", class: "directives", get: true, query: definitionDirectives, code: complexity, message: "directives"},
+		{name: "7,400 directives on a fragment definition, introspection off", class: "directives", noIntrospection: true, query: definitionDirectives, code: complexity, message: "directives"},
+		{name: "7,400 directives on an operation", class: "directives", query: "query Q" + repeat(" @x", 7400) + " { __typename }", code: complexity, message: "directives"},
+		{name: "7,400 directives on a variable", class: "directives", query: "query Q($v: Int" + repeat(" @x", 7400) + ") { __typename }", code: complexity, message: "directives"},
+		{name: "1,500 known directives on a fragment definition", class: "directives", query: "{ ...F } fragment F on Query" + repeat(" @skip(if: true)", 1500) + " { __typename }", code: complexity, message: "directives"},
+		{name: "1,200 directives spread over 400 fragments", class: "directives", query: "{ __typename }" + numbered("fragment F%d on Query @x @y @z { __typename } ", 400), code: complexity, message: "directives"},
+		{name: "directives on definitions and fields together", class: "directives", query: "query Q" + repeat(" @x", 600) + " { ...F } fragment F on Query" + repeat(" @x", 300) + " { __typename" + repeat(" @include(if: true)", 200) + " }", code: complexity, message: "directives"},
+		{name: "7,400 directives on a fragment by persisted-query hash", class: "directives", query: definitionDirectives, extensions: apq(definitionDirectives), code: complexity, message: "directives"},
+		{name: "one unknown directive on an operation", class: "directives", query: "query Q @x { __typename }", code: validation, message: "Unknown directive", reaches: true},
+
 		// Other hostile input.
 		{name: "token bomb of directives", class: "input", query: "{ __typename" + repeat(" @skip(if: false)", 3000) + " }", code: parse, message: "tokens"},
 		{name: "2,000 directives on one field", class: "input", query: "{ __typename" + repeat(" @include(if: true)", 2000) + " }", code: complexity, message: "directives"},
@@ -256,8 +275,12 @@ func TestAbuseGraphQL(t *testing.T) {
 		if reached && !c.reaches {
 			t.Errorf("%s: the document reached gqlgen's parser and validator", c.name)
 		}
-		if len(r.raw) > 256<<10 {
+		if len(r.raw) > 256<<10 || (c.class == "directives" && len(r.raw) > 20<<10) {
 			t.Errorf("%s: a %d-byte answer", c.name, len(r.raw))
+		}
+		if c.query == definitionDirectives && !c.get && c.extensions == nil && !c.noIntrospection {
+			t.Logf("FIGURE: graphql | 7,400 directives on a fragment definition (22 KB): refused in (ms) | %.2f", ms)
+			t.Logf("FIGURE: graphql | 7,400 directives on a fragment definition (22 KB): answer (bytes) | %d", len(r.raw))
 		}
 		t.Logf("%-55s %6.2f ms  %4d %s %s", c.name, ms, r.status, strings.Join(r.codes(), ","), trim(r.Errors))
 		if c.code != "" || c.status >= 400 {
@@ -268,7 +291,7 @@ func TestAbuseGraphQL(t *testing.T) {
 		}
 	}
 	t.Logf("FIGURE: graphql | abuse cases over HTTP (count) | %d", len(cases))
-	for _, class := range []string{"fan-out", "introspection", "repeated", "input"} {
+	for _, class := range []string{"fan-out", "introspection", "repeated", "directives", "input"} {
 		t.Logf("FIGURE: graphql | slowest refusal, %s class (ms) | %.2f", class, slowest[class])
 	}
 	t.Logf("FIGURE: graphql | slowest refusal of all (ms, %s) | %.2f", slowestCase, slowestAll)
@@ -308,6 +331,7 @@ func TestAbuseGraphQLLatency(t *testing.T) {
 		{"fragment fan-out", fanOutDoc("query { ...F0 }", "Query", "__typename", 30, 2, false)},
 		{"introspection aliases", introspectionAliases(30, 30, false)},
 		{"repeated fields", `{ channel(username: "tmefeed_news") { ` + repeat("title ", 10_800) + "} }"},
+		{"definition directives", definitionDirectives},
 	}
 	underOrdinary := map[string]time.Duration{}
 	rest := e.srv.URL + "/v1/preview/tmefeed_news"
@@ -497,6 +521,36 @@ func TestAbuseGraphQLResponseCap(t *testing.T) {
 	}
 	if r := e.query(t, `{ channel(username: "tmefeed_news") { title } }`, nil); len(r.Errors) > 0 {
 		t.Errorf("a small answer: %+v", r.Errors)
+	}
+}
+
+// A document within the limits can still be wrong in many places at
+// once; the answer lists the first 100 errors and says how many more
+// there were, under the first one's code, over POST and GET alike.
+func TestAbuseGraphQLErrorCap(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	q := "{ __typename" + repeat(" @x", 900) + " }" // 900 unknown directives: within the 1,000
+	for _, get := range []bool{false, true} {
+		var r response
+		if get {
+			r = e.get(t, request{Query: q})
+		} else {
+			r = e.post(t, request{Query: q})
+		}
+		if len(r.Errors) != 101 {
+			t.Fatalf("GET %v: %d errors (%d bytes), want the first 100 and a count", get, len(r.Errors), len(r.raw))
+		}
+		last := r.Errors[100]
+		omitted, _ := last.Extensions["omittedErrors"].(float64)
+		if last.code() != graph.CodeValidationFailed || omitted < 800 || !strings.Contains(last.Message, fmt.Sprintf("%d more errors", int(omitted))) {
+			t.Errorf("GET %v: last error %+v, want the count of those left out", get, last)
+		}
+		if r.Errors[0].code() != graph.CodeValidationFailed || !strings.Contains(r.Errors[0].Message, "Unknown directive") {
+			t.Errorf("GET %v: first error %+v", get, r.Errors[0])
+		}
+		if len(r.raw) > 64<<10 {
+			t.Errorf("GET %v: a %d-byte answer", get, len(r.raw))
+		}
 	}
 }
 

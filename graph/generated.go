@@ -248,9 +248,10 @@ type ComplexityRoot struct {
 	}
 
 	Text struct {
-		Entities func(childComplexity int) int
-		HTML     func(childComplexity int) int
-		Plain    func(childComplexity int) int
+		Entities     func(childComplexity int) int
+		HTML         func(childComplexity int) int
+		HTMLAsServed func(childComplexity int) int
+		Plain        func(childComplexity int) int
 	}
 
 	TextEntity struct {
@@ -1159,6 +1160,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Text.HTML(childComplexity), true
+	case "Text.htmlAsServed":
+		if e.ComplexityRoot.Text.HTMLAsServed == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Text.HTMLAsServed(childComplexity), true
 	case "Text.plain":
 		if e.ComplexityRoot.Text.Plain == nil {
 			break
@@ -1704,6 +1711,8 @@ func (ec *executionContext) childFields_Text(ctx context.Context, field graphql.
 		return ec.fieldContext_Text_plain(ctx, field)
 	case "html":
 		return ec.fieldContext_Text_html(ctx, field)
+	case "htmlAsServed":
+		return ec.fieldContext_Text_htmlAsServed(ctx, field)
 	case "entities":
 		return ec.fieldContext_Text_entities(ctx, field)
 	}
@@ -5657,6 +5666,29 @@ func (ec *executionContext) fieldContext_Text_html(_ context.Context, field grap
 	return graphql.NewScalarFieldContext("Text", field, true, false, "String")
 }
 
+func (ec *executionContext) _Text_htmlAsServed(ctx context.Context, field graphql.CollectedField, obj *model.Text) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Text_htmlAsServed(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HTMLAsServed(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Text_htmlAsServed(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Text", field, true, false, "String")
+}
+
 func (ec *executionContext) _Text_entities(ctx context.Context, field graphql.CollectedField, obj *model.Text) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8440,6 +8472,11 @@ func (ec *executionContext) _Text(ctx context.Context, sel ast.SelectionSet, obj
 			}
 		case "html":
 			out.Values[i] = ec._Text_html(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "htmlAsServed":
+			out.Values[i] = ec._Text_htmlAsServed(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}

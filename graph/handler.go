@@ -17,11 +17,13 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/internal/defaults"
+	"github.com/tmefeed/tmefeed/pages"
 )
 
 // Defaults for zero Config fields.
@@ -92,6 +94,9 @@ type HandlerConfig struct {
 	MaxPostsFirst         int // first of Channel.posts
 	MaxPreviews           int // names of previews; zero means Feed.MaxChannels()
 	Concurrency           int // pages fetched at once for previews and for a subscription's look-up of its channels
+	// FanOut bounds the look-ups of every fan-out of the process together
+	// (pages.EachChannel), shared with the REST face; nil: no bound.
+	FanOut *pages.Gate
 	// Timeout bounds one operation, from parsing to the last byte
 	// written; for a subscription, the look-up of its channels before it
 	// starts.
@@ -221,9 +226,14 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		maxPreviews:   cfg.MaxPreviews,
 		maxPostsFirst: cfg.MaxPostsFirst,
 		concurrency:   cfg.Concurrency,
+		fanOut:        cfg.FanOut,
 		timeout:       cfg.Timeout,
 		log:           cfg.Logger,
+		now:           cfg.Now,
 	}
+	// An LRU of expiry times rather than one that expires entries itself,
+	// which would run a goroutine for ever.
+	r.checked, _ = lru.New[string, time.Time](checkedChannels) // errors only for a size < 1
 	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
 	present := errorPresenter(cfg.Logger, cfg.Now)
 
@@ -260,11 +270,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.Live != nil {
 		srv.AddTransport(wsTransport{
 			ws: transport.Websocket{
-				InitTimeout:           cfg.InitTimeout,
 				PingPongInterval:      cfg.KeepAlive, // graphql-transport-ws
 				KeepAlivePingInterval: cfg.KeepAlive, // the older graphql-ws
 				PayloadReadLimit:      &cfg.MaxBodyBytes,
 			},
+			initTimeout:  cfg.InitTimeout,
 			streams:      st,
 			gate:         run.gate,
 			origins:      cfg.Origins,

@@ -238,7 +238,7 @@ type errorsBody struct {
 }
 
 func (a *answer) errors(status int, errs gqlerror.List, ext map[string]any) {
-	b, err := json.Marshal(errorsBody{Errors: errs, Extensions: ext})
+	b, err := json.Marshal(errorsBody{Errors: capErrors(errs), Extensions: ext})
 	if err != nil {
 		b = []byte(`{"errors":[{"message":"response could not be encoded","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
 	}
@@ -286,6 +286,7 @@ func (a *answer) data(parts [][]byte, clean bool) {
 
 // marshalResponse encodes an executed operation's answer.
 func marshalResponse(resp *graphql.Response) []byte {
+	resp.Errors = capErrors(resp.Errors)
 	b, err := json.Marshal(resp)
 	if err != nil {
 		return []byte(`{"data":null,"errors":[{"message":"response could not be encoded","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`)
@@ -299,4 +300,26 @@ func codeForStatus(status int) string {
 		return CodeRequestTooLarge
 	}
 	return CodeBadRequest
+}
+
+// maxErrors is the most errors an answer lists. Each is a few hundred
+// bytes, and whatever the document limits let through, a client reads
+// the first few: an answer of 30,000 errors is megabytes written for
+// nothing.
+const maxErrors = 100
+
+// capErrors keeps the first maxErrors errors of errs and says in one more
+// how many were left out (extensions.omittedErrors), with the code of the
+// first, so a client that reads codes still sees the kind of failure.
+func capErrors(errs gqlerror.List) gqlerror.List {
+	if len(errs) <= maxErrors {
+		return errs
+	}
+	n := len(errs) - maxErrors
+	more := gqlerror.Errorf("%d more errors are left out of this answer; fix the ones above and send it again", n)
+	more.Extensions = map[string]any{"omittedErrors": n}
+	if code, ok := errs[0].Extensions["code"]; ok {
+		more.Extensions["code"] = code
+	}
+	return append(errs[:maxErrors:maxErrors], more)
 }

@@ -226,14 +226,27 @@ func (l *limits) check(doc *ast.QueryDocument, steps *int) *gqlerror.Error {
 	// as an error of its own, so a document of thousands of them costs an
 	// answer of thousands of errors; no real query needs many.
 	vars, args := 0, 0
+	// Directives on definitions (operations, their variables, fragments)
+	// are written once and count once, as fields' directives do: each
+	// unknown or misplaced one is an error of its own in the answer, so
+	// 7,400 of them on a fragment cost an answer of 30,000 errors.
+	var total shape
 	for _, op := range doc.Operations {
 		vars += len(op.VariableDefinitions)
-		args = sat(args + writtenArguments(op.SelectionSet))
+		args = sat(args + directiveArguments(op.Directives) + writtenArguments(op.SelectionSet))
+		total.fields = sat(total.fields + len(op.Directives))
+		for _, v := range op.VariableDefinitions {
+			args = sat(args + directiveArguments(v.Directives))
+			total.fields = sat(total.fields + len(v.Directives))
+		}
 	}
 	for _, f := range doc.Fragments {
 		args = sat(args + directiveArguments(f.Directives) + writtenArguments(f.SelectionSet))
+		total.fields = sat(total.fields + len(f.Directives))
 	}
-	var total shape
+	if total.fields > l.maxFields {
+		return definitionDirectivesError(total.fields, l.maxFields)
+	}
 	for _, op := range doc.Operations {
 		var root *ast.Definition
 		if l.schema != nil {
@@ -307,6 +320,10 @@ func (l *limits) verdict(s shape) *gqlerror.Error {
 		return limitError("the operation's result is estimated at %d values, at most %d are allowed; select fewer fields or use fewer aliases", s.cost, l.maxCost)
 	}
 	return nil
+}
+
+func definitionDirectivesError(n, most int) *gqlerror.Error {
+	return limitError("the document's operations, variables and fragments carry %d directives, and at most %d fields and directives are allowed in all; write each directive once", n, most)
 }
 
 func cycleError(name string) *gqlerror.Error {

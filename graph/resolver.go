@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -32,6 +35,14 @@ type Resolver struct {
 	maxPreviews   int
 	maxPostsFirst int
 	concurrency   int
-	timeout       time.Duration // bounds a subscription's look-up of its channels
-	log           *slog.Logger
+	fanOut        *pages.Gate
+	// checked remembers the channels a subscription's look-up found,
+	// for a while; lookups shares the look-ups in progress. Subscriptions
+	// starting together to the same channels (one client's hundreds, a
+	// dashboard's after a deploy) then read each channel once.
+	checked *lru.Cache[string, time.Time] // until when
+	now     func() time.Time
+	lookups flight.Group[struct{}]
+	timeout time.Duration // bounds a subscription's look-up of its channels
+	log     *slog.Logger
 }

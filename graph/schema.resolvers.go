@@ -63,7 +63,7 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 	if len(usernames) > r.maxPreviews {
 		return nil, inputError("%d names given, at most %d allowed", len(usernames), r.maxPreviews)
 	}
-	results := pages.EachChannel(ctx, usernames, r.concurrency, r.pages.Preview)
+	results := pages.EachChannel(ctx, r.fanOut, usernames, r.concurrency, r.pages.Preview)
 	out := make([]*model.PreviewResult, len(results))
 	for i, res := range results {
 		out[i] = &model.PreviewResult{Username: res.Name}

@@ -232,7 +232,7 @@ func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql
 	defer tr.drop()
 	rc, errs := e.GraphExecutor.CreateOperationContext(context.WithValue(ctx, turnKey{}, tr), params)
 	if errs != nil {
-		return rc, errs
+		return rc, capErrors(errs)
 	}
 	if rc.Operation.Operation != ast.Subscription {
 		err := gqlerror.Errorf("only subscriptions are served over WebSocket and event streams; send queries with GET or POST")

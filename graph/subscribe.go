@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
@@ -118,10 +119,16 @@ func (r *Resolver) checkChannels(ctx context.Context, channels []string) error {
 		case <-ctx.Done():
 		}
 	}()
-	results := pages.EachChannel(ctx, channels, r.concurrency, func(ctx context.Context, ch string) (struct{}, error) {
-		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch})
-		return struct{}{}, err
-	})
+	// Channels found moments ago by another subscription's look-up are
+	// not read again: a client opening a thousand subscriptions to the
+	// same hundred channels costs a hundred reads, not a hundred thousand.
+	todo := make([]string, 0, len(channels))
+	for _, ch := range channels {
+		if !r.found(ch) {
+			todo = append(todo, ch)
+		}
+	}
+	results := pages.EachChannel(ctx, r.fanOut, todo, r.concurrency, r.lookUp)
 	var failed []map[string]any
 	var msgs []string
 	code := ""
@@ -147,6 +154,39 @@ func (r *Resolver) checkChannels(ctx context.Context, channels []string) error {
 	err := gqlerror.Errorf("%s", strings.Join(msgs, "; "))
 	err.Extensions = map[string]any{"code": code, "failedChannels": failed}
 	return err
+}
+
+// checkedChannels and checkedFor bound what Resolver.checked remembers:
+// a channel found stays found for a minute (the updater keeps a watched
+// channel's page fresh meanwhile); one that then disappears is reported
+// by the events that stop, as it would be after any subscription starts.
+const (
+	checkedChannels = 16_384
+	checkedFor      = time.Minute
+)
+
+// lookUp reads a channel's newest page once for every subscription
+// looking it up at the same time, and remembers it was found.
+func (r *Resolver) lookUp(ctx context.Context, ch string) (struct{}, error) {
+	if r.found(ch) {
+		return struct{}{}, nil
+	}
+	return r.lookups.Do(ctx, ch, func(ctx context.Context) (struct{}, error) {
+		// Detached from the caller (others wait on it): bounded here.
+		ctx, cancel := context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch})
+		if err == nil {
+			r.checked.Add(ch, r.now().Add(checkedFor))
+		}
+		return struct{}{}, err
+	})
+}
+
+// found reports whether a look-up found ch within checkedFor.
+func (r *Resolver) found(ch string) bool {
+	until, ok := r.checked.Peek(ch)
+	return ok && r.now().Before(until)
 }
 
 // streamEndError is what the client learns when the hub ends a

@@ -328,9 +328,11 @@ func TestSubscriptionArgumentsAreChecked(t *testing.T) {
 	}
 }
 
-// TestWebSocketInitTimeout: a connection that does not send
-// connection_init in time is closed with the reason.
-func TestWebSocketInitTimeout(t *testing.T) {
+// TestAbuseWebSocketInitTimeout: a connection that does not send
+// connection_init in time is closed with graphql-transport-ws's 4408 and
+// the reason (clients retry after it; 1002 they take as fatal), one that
+// sends it in time is not, and the older graphql-ws keeps 1002.
+func TestAbuseWebSocketInitTimeout(t *testing.T) {
 	e, _ := newLiveEnv(t, envOptions{initTimeout: 100 * time.Millisecond})
 	c, _, err := dialWS(t, e.srv.URL, nil)
 	if err != nil {
@@ -338,9 +340,32 @@ func TestWebSocketInitTimeout(t *testing.T) {
 	}
 	_, err = c.read()
 	var ce websocket.CloseError
-	if !errors.As(err, &ce) || !strings.Contains(ce.Reason, "initialisation timeout") {
-		t.Fatalf("read: %v; want a close for the init timeout", err)
+	if !errors.As(err, &ce) || ce.Code != 4408 || !strings.Contains(ce.Reason, "initialisation timeout") {
+		t.Fatalf("read: %v; want a close with 4408 for the init timeout", err)
 	}
+
+	// Sent in time: acknowledged, and the connection outlives the timeout
+	// (the pings of a 50 ms keep-alive would say so too; a subscription's
+	// answer after the wait does).
+	ok := e.connect(t)
+	time.Sleep(200 * time.Millisecond) // past the init timeout, which must not fire now
+	ok.send(wsMsg{Type: "ping"})
+	if m, err := ok.read(); err != nil || m.Type != "pong" {
+		t.Fatalf("initialised connection after the init timeout: %+v %v; want it open", m, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	legacy, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(e.srv.URL, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.CloseNow()
+	_, _, err = legacy.Read(ctx)
+	if !errors.As(err, &ce) || ce.Code != websocket.StatusProtocolError {
+		t.Fatalf("graphql-ws read: %v; want a close with 1002", err)
+	}
+	t.Logf("FIGURE: graphql | WebSocket without connection_init within WS_INIT_TIMEOUT: close code | 4408")
 }
 
 // TestWebSocketKeepAlive: the server pings an idle connection, and drops

@@ -33,9 +33,12 @@ const (
 // upgrade cannot serve: a malformed handshake, no subprotocol it speaks, an
 // origin the CORS setting does not allow, too many connections.
 type wsTransport struct {
-	ws      transport.Websocket // InitTimeout, keep-alive, read limit
-	streams *streams
-	gate    *gate
+	ws transport.Websocket // keep-alive, read limit
+	// initTimeout is how long a connection has to send connection_init
+	// (see wsConn.awaitInit); gqlgen's own InitTimeout is left at zero.
+	initTimeout time.Duration
+	streams     *streams
+	gate        *gate
 	// origins are the browser origins allowed besides the server's own
 	// (CORS_ORIGINS); anyOrigin allows every one.
 	origins      []string
@@ -76,7 +79,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	defer t.streams.closeConn()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, anyOrigin: t.anyOrigin, origins: t.origins, allow: t.allow}
+	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, initTimeout: t.initTimeout, anyOrigin: t.anyOrigin, origins: t.origins, allow: t.allow}
 	ws := t.ws
 	ws.Implementation = acc
 	ws.Do(w, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64)})
@@ -153,6 +156,7 @@ func originAllowed(r *http.Request, origins []string) bool {
 type wsAccept struct {
 	streams      *streams
 	writeTimeout time.Duration
+	initTimeout  time.Duration
 	anyOrigin    bool
 	origins      []string
 	allow        func(*http.Request) (bool, time.Duration)
@@ -184,6 +188,7 @@ func (a *wsAccept) Accept(w http.ResponseWriter, r *http.Request, opts transport
 	if !a.streams.register(a.conn) {
 		_ = a.conn.WriteClose(closeGoingAway, "the server is shutting down")
 	}
+	a.conn.awaitInit(a.initTimeout)
 	return a.conn, nil
 }
 
@@ -205,6 +210,7 @@ type wsConn struct {
 
 	mu        sync.Mutex
 	deadline  *time.Timer
+	initWait  *time.Timer   // until connection_init arrives (awaitInit); nil after
 	closing   chan struct{} // closed when the close handshake is over; nil before it starts
 	closeOnce sync.Once
 	ops       map[string]struct{} // graphql-transport-ws operation ids in use (see trackIn)
@@ -226,6 +232,7 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 			}
 			return 0, nil, err
 		}
+		c.noteInit(data)
 		if !c.trackIn(data) {
 			return 0, nil, transport.ErrWebsocketClosed
 		}
@@ -264,8 +271,64 @@ func (c *wsConn) refused(data []byte) bool {
 }
 
 // closeSubscriberExists is graphql-transport-ws's close code for a
-// subscribe whose id is in use.
-const closeSubscriberExists = 4409
+// subscribe whose id is in use; closeInitTimeout the one for a connection
+// that sent no connection_init in time.
+const (
+	closeSubscriberExists = 4409
+	closeInitTimeout      = 4408
+	closeProtocolError    = 1002 // RFC 6455
+)
+
+// awaitInit closes the connection unless a connection_init arrives within
+// d (0: no limit). graphql-transport-ws closes it with 4408, which its
+// clients take as a reason to retry; gqlgen's own InitTimeout would close
+// with 1002, which they take as fatal. The older graphql-ws has no code of
+// its own for it and keeps 1002.
+func (c *wsConn) awaitInit(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	code := closeInitTimeout
+	if c.conn.Subprotocol() != protoTransportWS {
+		code = closeProtocolError
+	}
+	c.mu.Lock()
+	c.initWait = time.AfterFunc(d, func() {
+		c.mu.Lock()
+		waiting := c.initWait != nil
+		c.initWait = nil
+		c.mu.Unlock()
+		if waiting {
+			_ = c.WriteClose(code, "Connection initialisation timeout")
+		}
+	})
+	c.mu.Unlock()
+}
+
+// noteInit stops awaitInit's timer at the first connection_init; the
+// message itself is gqlgen's to answer.
+func (c *wsConn) noteInit(data []byte) {
+	c.mu.Lock()
+	waiting := c.initWait != nil
+	c.mu.Unlock()
+	if !waiting {
+		return
+	}
+	var m opMessage
+	if json.Unmarshal(data, &m) != nil || m.Type != "connection_init" {
+		return
+	}
+	c.stopInitWait()
+}
+
+func (c *wsConn) stopInitWait() {
+	c.mu.Lock()
+	if c.initWait != nil {
+		c.initWait.Stop()
+		c.initWait = nil
+	}
+	c.mu.Unlock()
+}
 
 // opMessage is the part of a graphql-transport-ws message ids are tracked by.
 type opMessage struct {
@@ -338,6 +401,7 @@ func (c *wsConn) WriteJSON(v any) error {
 // 5 s for the client's answer, and the transport must not wait with it.
 func (c *wsConn) WriteClose(code int, msg string) error {
 	c.stopDeadline()
+	c.stopInitWait()
 	c.closeOnce.Do(func() {
 		done := make(chan struct{})
 		c.mu.Lock()
@@ -355,6 +419,7 @@ func (c *wsConn) WriteClose(code int, msg string) error {
 // which closes it when it ends.
 func (c *wsConn) Close() error {
 	c.stopDeadline()
+	c.stopInitWait()
 	c.mu.Lock()
 	handshake := c.closing != nil
 	c.mu.Unlock()

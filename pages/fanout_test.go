@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/tmefeed/tmefeed/pages"
 )
@@ -17,7 +18,7 @@ func TestEachChannelDedupes(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string]int{}
 	names := []string{"@Durov", "durov", "x!", " DUROV ", "tmefeed_news", "x!"}
-	res := pages.EachChannel(context.Background(), names, 4, func(_ context.Context, ch string) (string, error) {
+	res := pages.EachChannel(context.Background(), nil, names, 4, func(_ context.Context, ch string) (string, error) {
 		mu.Lock()
 		calls[ch]++
 		mu.Unlock()
@@ -65,7 +66,7 @@ func TestEachChannelBoundsConcurrency(t *testing.T) {
 	release := make(chan struct{})
 	done := make(chan []pages.NameResult[int])
 	go func() {
-		done <- pages.EachChannel(context.Background(), names, limit, func(_ context.Context, ch string) (int, error) {
+		done <- pages.EachChannel(context.Background(), nil, names, limit, func(_ context.Context, ch string) (int, error) {
 			n := running.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
@@ -92,7 +93,7 @@ func TestEachChannelBoundsConcurrency(t *testing.T) {
 
 // A panic fails its name alone, as a *PanicError, and does not escape.
 func TestEachChannelRecovers(t *testing.T) {
-	res := pages.EachChannel(context.Background(), []string{"good_one", "bad_one"}, 2, func(_ context.Context, ch string) (int, error) {
+	res := pages.EachChannel(context.Background(), nil, []string{"good_one", "bad_one"}, 2, func(_ context.Context, ch string) (int, error) {
 		if ch == "bad_one" {
 			panic("boom")
 		}
@@ -111,7 +112,7 @@ func TestEachChannelRecovers(t *testing.T) {
 func TestEachChannelCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	res := pages.EachChannel(ctx, []string{"chan0001", "chan0002", "chan0003"}, 1, func(ctx context.Context, ch string) (int, error) {
+	res := pages.EachChannel(ctx, nil, []string{"chan0001", "chan0002", "chan0003"}, 1, func(ctx context.Context, ch string) (int, error) {
 		return 0, ctx.Err()
 	})
 	for _, r := range res {
@@ -119,4 +120,53 @@ func TestEachChannelCanceled(t *testing.T) {
 			t.Errorf("%+v, want context.Canceled", r)
 		}
 	}
+}
+
+// Fan-outs sharing a gate run at most its places of look-ups together,
+// however many of them there are and whatever their own limits; a caller
+// that gives up while it waits for a place fails its names at once.
+func TestEachChannelSharesGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const places, callers = 3, 8
+		gate := pages.NewGate(places)
+		var running, most atomic.Int32
+		release := make(chan struct{})
+		var wg sync.WaitGroup
+		for c := range callers {
+			wg.Go(func() {
+				names := []string{fmt.Sprintf("chan%04d", c), fmt.Sprintf("chan%04d", c+100)}
+				for _, r := range pages.EachChannel(context.Background(), gate, names, 16, func(_ context.Context, ch string) (int, error) {
+					n := running.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					<-release
+					running.Add(-1)
+					return len(ch), nil
+				}) {
+					if r.Err != nil {
+						t.Errorf("%+v", r)
+					}
+				}
+			})
+		}
+		synctest.Wait() // every caller is running or waiting for a place
+		if n := running.Load(); n != places {
+			t.Errorf("%d look-ups running, want the gate's %d", n, places)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan []pages.NameResult[int])
+		go func() {
+			done <- pages.EachChannel(ctx, gate, []string{"late0001"}, 1, func(context.Context, string) (int, error) { return 1, nil })
+		}()
+		synctest.Wait()
+		cancel()
+		if res := <-done; !errors.Is(res[0].Err, context.Canceled) {
+			t.Errorf("a caller that gave up waiting: %+v", res[0])
+		}
+		close(release)
+		wg.Wait()
+		if m := most.Load(); m != places {
+			t.Errorf("%d look-ups ran at once, want %d", m, places)
+		}
+	})
 }

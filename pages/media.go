@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/safeurl"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
 )
@@ -16,6 +16,12 @@ import (
 // asked for, or the attachment has no URL (a thumbnail it lacks, media the
 // web preview does not show).
 var ErrMediaNotFound = errors.New("media not found")
+
+// ErrUnsafeMediaURL: the page names, for the attachment, a URL that is not
+// an https URL on Telegram's hosts (safeurl.Media), such as
+// javascript:alert(1). Nothing may be sent there: it is Telegram's page
+// that is wrong, so faces answer it as a bad upstream answer (502).
+var ErrUnsafeMediaURL = errors.New("the page names a media URL that is not an https URL on Telegram's hosts")
 
 // MediaLink is where one attachment of a post can be fetched now.
 type MediaLink struct {
@@ -68,8 +74,10 @@ func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, t
 	if url == "" {
 		return MediaLink{}, fmt.Errorf("%w: attachment %d of post %s/%d (%s) has no %s on the web", ErrMediaNotFound, index, channel, id, m.Type, what)
 	}
-	if strings.HasPrefix(url, "//") {
-		url = "https:" + url // protocol-relative, as some t.me markup writes them
+	// Protocol-relative URLs, as some t.me markup writes them, become https.
+	url, ok := safeurl.Media(url)
+	if !ok {
+		return MediaLink{}, fmt.Errorf("attachment %d of post %s/%d: %w", index, channel, id, ErrUnsafeMediaURL)
 	}
 	return MediaLink{URL: url, FetchedAt: res.FetchedAt, RefreshAt: res.RefreshAt, Stale: res.Stale}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the current parser output")
@@ -547,5 +548,35 @@ func TestPlaceholderIsNoAvatar(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no fixture with a data: placeholder image")
+	}
+}
+
+// TestInvalidUTF8 : a page with bytes that are not UTF-8 is read with each
+// invalid run replaced by one U+FFFD, so every text and HTML of the model
+// is valid UTF-8.
+func TestInvalidUTF8(t *testing.T) {
+	page := []byte(`<html><head><meta property="og:title" content="Bad ` + "\xff\xfe" + `title"></head><body>
+<div class="tgme_channel_info_header_title"><span>Name ` + "\xc3" + `</span></div>
+<div class="tgme_widget_message_wrap"><div class="tgme_widget_message" data-post="bad/1">
+<div class="tgme_widget_message_text">caf` + "\xe9 \x80\x80" + ` <a href="https://example.com/` + "\xff" + `">link ` + "\xfe" + `</a></div>
+<div class="tgme_widget_message_footer"><span class="tgme_widget_message_meta"><a class="tgme_widget_message_date" href="https://t.me/bad/1"><time datetime="2024-01-01T00:00:00+00:00"></time></a></span></div>
+</div></div></body></html>`)
+	p, err := ParseBody(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(b) || bytes.Contains(b, []byte(`\ufffd`)) {
+		t.Fatalf("model JSON not valid UTF-8, or replaced by the encoder: %s", b)
+	}
+	if len(p.Content.Posts) != 1 || p.Content.Posts[0].Content.Text == nil {
+		t.Fatalf("posts %+v", p.Content.Posts)
+	}
+	txt := p.Content.Posts[0].Content.Text
+	if !strings.Contains(txt.String, "caf\uFFFD \uFFFD link \uFFFD") || !utf8.ValidString(txt.HTML) {
+		t.Errorf("text %q / %q, want each invalid run as one U+FFFD", txt.String, txt.HTML)
 	}
 }

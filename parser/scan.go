@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -192,6 +193,14 @@ type scanner struct {
 }
 
 func newScanner(b []byte) *scanner {
+	// Bytes become text here, once: a page that is not valid UTF-8 has
+	// each invalid run replaced with U+FFFD before it is read, so no text,
+	// HTML or URL of the model, and no face that writes one, can carry
+	// invalid UTF-8 (strict JSON decoders refuse it). utf8.Valid runs at
+	// memory speed; only a broken page pays for the copy.
+	if !utf8.Valid(b) {
+		b = bytes.ToValidUTF8(b, []byte("\uFFFD"))
+	}
 	s := &scanner{z: html.NewTokenizer(bytes.NewReader(b))}
 	s.z.SetMaxBuf(0)
 	s.stack = make([]frame, 0, 64)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -622,4 +623,193 @@ func TestRefusedLargeBodyIsAnsweredNotReset(t *testing.T) {
 		}
 		conn.Close()
 	}
+}
+
+// connServer is the API over a real listener with the connection bounds,
+// as cmd/tmefeed serves it.
+func connServer(t *testing.T, lim server.ConnLimits) (*httptest.Server, *server.Listener) {
+	t.Helper()
+	e := newNormalEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := server.NewListener(ln, lim)
+	srv := httptest.NewUnstartedServer(e.h)
+	srv.Listener = l
+	srv.Config.MaxHeaderBytes = server.MaxHeaderBytes
+	srv.Config.ConnState = l.ConnState
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, l
+}
+
+// refusedConn reads the answer to a connection refused before any of its
+// request was read: status, and the API's JSON error code.
+func refusedConn(t *testing.T, c net.Conn) (int, string) {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("refused connection: %v", err)
+	}
+	defer resp.Body.Close()
+	var b server.ErrorBody
+	if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+		t.Fatalf("refusal body: %v", err)
+	}
+	if resp.Header.Get("Retry-After") == "" || b.Error.Message == "" {
+		t.Errorf("refusal %d %+v without Retry-After or message", resp.StatusCode, b.Error)
+	}
+	return resp.StatusCode, b.Error.Code
+}
+
+// TestAbuseConnections: open connections are bounded overall and per
+// client, with a clear refusal; request headers are bounded per request
+// (MaxHeaderBytes, sized to a 64 KiB GraphQL GET URL) and, while they are
+// being read, over every connection together; places are given back as
+// connections end and requests finish.
+func TestAbuseConnections(t *testing.T) {
+	dial := func(t *testing.T, srv *httptest.Server) net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	waitStats := func(t *testing.T, l *server.Listener, ok func(server.ConnStats) bool) server.ConnStats {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second) // a bound on a broken server, not a measure
+		for {
+			s := l.Stats()
+			if ok(s) || time.Now().After(deadline) {
+				return s
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	t.Run("per client", func(t *testing.T) {
+		srv, l := connServer(t, server.ConnLimits{PerClient: 3})
+		held := []net.Conn{dial(t, srv), dial(t, srv), dial(t, srv)}
+		waitStats(t, l, func(s server.ConnStats) bool { return s.Open == 3 })
+		if status, code := refusedConn(t, dial(t, srv)); status != http.StatusTooManyRequests || code != server.CodeRateLimited {
+			t.Errorf("4th connection: %d %s, want 429 rate_limited", status, code)
+		}
+		// The held ones are served, and one closed gives its place back.
+		if _, err := held[0].Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := http.ReadResponse(bufio.NewReader(held[0]), nil); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("held connection: %v %v", resp, err)
+		}
+		held[1].Close()
+		waitStats(t, l, func(s server.ConnStats) bool { return s.Open == 2 })
+		c := dial(t, srv)
+		if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("after one closed: %v %v", resp, err)
+		}
+	})
+
+	t.Run("trusted proxy is not bound per client", func(t *testing.T) {
+		srv, l := connServer(t, server.ConnLimits{PerClient: 1, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+		dial(t, srv)
+		dial(t, srv)
+		if s := waitStats(t, l, func(s server.ConnStats) bool { return s.Open == 2 }); s.Open != 2 || s.Refused != 0 {
+			t.Errorf("two connections from a trusted proxy: %+v", s)
+		}
+	})
+
+	t.Run("overall", func(t *testing.T) {
+		srv, l := connServer(t, server.ConnLimits{Max: 2})
+		dial(t, srv)
+		dial(t, srv)
+		waitStats(t, l, func(s server.ConnStats) bool { return s.Open == 2 })
+		if status, code := refusedConn(t, dial(t, srv)); status != http.StatusServiceUnavailable || code != server.CodeUnavailable {
+			t.Errorf("3rd connection: %d %s, want 503 upstream_unavailable", status, code)
+		}
+	})
+
+	t.Run("header size", func(t *testing.T) {
+		srv, _ := connServer(t, server.ConnLimits{})
+		addr := srv.Listener.Addr().String()
+		// The longest URL served, as a GraphQL GET sends it, is read and
+		// answered by the router (414 just past it), not refused by net/http.
+		long := "/graphql?query=" + strings.Repeat("x", 64<<10-len("/graphql?query="))
+		if a := sendRaw(t, addr, "GET "+long+" HTTP/1.1\r\nHost: x\r\nUser-Agent: "+strings.Repeat("u", 2000)+"\r\nConnection: close\r\n\r\n", false); a.status == http.StatusRequestHeaderFieldsTooLarge || a.status == 0 {
+			t.Errorf("a 64 KiB URL: %d, want it read", a.status)
+		}
+		// 1 MiB of header lines is refused long before the end.
+		// (Written beside the read: the server answers and closes while the
+		// rest is still being sent.)
+		c := dial(t, srv)
+		go func() {
+			_, _ = c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("a", 1000)+"\r\n", 1024) + "\r\n"))
+		}()
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("1 MiB of headers: %v %v, want 431", resp, err)
+		}
+	})
+
+	t.Run("header bytes in progress", func(t *testing.T) {
+		const budget = 256 << 10
+		srv, l := connServer(t, server.ConnLimits{HeaderBytes: budget})
+		// Unfinished header blocks of 48 KiB each: five fit, the sixth
+		// goes over and is refused; the others still finish and are served.
+		part := "GET /healthz HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-Pad: "+strings.Repeat("a", 1000)+"\r\n", 48)
+		var conns []net.Conn
+		for range 5 {
+			c := dial(t, srv)
+			if _, err := c.Write([]byte(part)); err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		s := waitStats(t, l, func(s server.ConnStats) bool { return s.HeaderBytes >= int64(5*len(part)) })
+		if s.HeaderBytes != int64(5*len(part)) {
+			t.Fatalf("header bytes held %d, want %d", s.HeaderBytes, 5*len(part))
+		}
+		over := dial(t, srv)
+		_, _ = over.Write([]byte(part))
+		if status, code := refusedConn(t, over); status != http.StatusServiceUnavailable || code != server.CodeUnavailable {
+			t.Errorf("over the header bytes: %d %s, want 503", status, code)
+		}
+		for i, c := range conns {
+			if _, err := c.Write([]byte("Connection: close\r\n\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("connection %d within the bound: %v %v", i, resp, err)
+			}
+		}
+		if s := waitStats(t, l, func(s server.ConnStats) bool { return s.HeaderBytes == 0 && s.Open == 0 }); s.HeaderBytes != 0 || s.Open != 0 {
+			t.Errorf("after every request: %+v, want nothing held", s)
+		}
+	})
+
+	t.Run("keep-alive requests give their header bytes back", func(t *testing.T) {
+		srv, l := connServer(t, server.ConnLimits{HeaderBytes: 4 << 10, PerClient: 4, Max: 8})
+		c := dial(t, srv)
+		br := bufio.NewReader(c)
+		for i := range 200 { // 200 × ~600 bytes: far past the bound, were they not given back
+			if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", 500) + "\r\n\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("request %d: %v %v", i, resp, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		if s := l.Stats(); s.HeaderBytes != 0 || s.Refused != 0 || s.Open != 1 {
+			t.Errorf("after 200 requests on one connection: %+v", s)
+		}
+	})
 }

@@ -68,8 +68,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxRequestBytes caps request bodies; larger ones get 413.
 	MaxRequestBytes int64
-	// PreviewsConcurrency bounds the fetches of one POST /v1/previews.
+	// PreviewsConcurrency bounds the fetches of one POST /v1/previews;
+	// FanOut those of every fan-out of the process together (nil: none).
 	PreviewsConcurrency int
+	FanOut              *pages.Gate
 	// GraphQL is mounted at /graphql and Playground at / when not nil.
 	GraphQL    http.Handler
 	Playground http.Handler
@@ -131,6 +133,7 @@ type handler struct {
 	log           *slog.Logger
 	maxBody       int64
 	concurrency   int
+	fanOut        *pages.Gate
 	now           func() time.Time
 	realClock     bool // now is time.Now: Config.Now was not set
 	idPrefix      string
@@ -157,6 +160,7 @@ func New(cfg Config) http.Handler {
 		log:         cfg.Logger,
 		maxBody:     cfg.MaxRequestBytes,
 		concurrency: cfg.PreviewsConcurrency,
+		fanOut:      cfg.FanOut,
 		now:         cfg.Now,
 		graphQL:     cfg.GraphQL != nil,
 		widget:      cfg.Widget,
@@ -576,7 +580,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	results := pages.EachChannel(r.Context(), in.Channels, h.concurrency, h.previewEntry)
+	results := pages.EachChannel(r.Context(), h.fanOut, in.Channels, h.concurrency, h.previewEntry)
 	out := make(map[string]json.RawMessage, len(results))
 	maxAge, cacheable := h.refresh, h.refresh > 0
 	for _, res := range results {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+
+	"github.com/tmefeed/tmefeed/server"
 )
 
 // The shares of MEMORY_CACHE_MAX_MB, in thousandths. The compressed pages
@@ -57,7 +59,26 @@ type memoryBudget struct {
 	// answerValueBytes each, at least minAnswerValues. Working memory
 	// too, like BuildingPages.
 	AnswerValues int
+	// HeaderBytes bounds the request headers being read and not yet
+	// complete, over every connection (server.ConnLimits): an eighth of
+	// the budget, at least minHeaderBytes. net/http holds a header block
+	// whole until it ends; without a bound, connections each sending
+	// server.MaxHeaderBytes of header lines outgrow any budget.
+	HeaderBytes int64
+	// FanOutPages bounds the channel look-ups of every fan-out at once
+	// (pages.Gate: subscriptions starting, previews), each holding about
+	// a page and its parse: an eighth of the budget at buildPageBytes
+	// each, at least minFanOutPages.
+	FanOutPages int
 }
+
+// minFanOutPages keeps one subscription's or one preview request's
+// look-ups running in parallel at the smallest budget.
+const minFanOutPages = 16
+
+// minHeaderBytes lets 64 requests at server.MaxHeaderBytes be read at once
+// at the smallest budget.
+const minHeaderBytes = 64 * server.MaxHeaderBytes
 
 // splitBudget divides total bytes among the stores.
 func splitBudget(total int64, maxChannels int) memoryBudget {
@@ -73,6 +94,8 @@ func splitBudget(total int64, maxChannels int) memoryBudget {
 		Queries:       part(shareQueries),
 		BuildingPages: max(maxChannels, int(total/4/buildPageBytes)),
 		AnswerValues:  max(minAnswerValues, int(total/4/answerValueBytes)),
+		HeaderBytes:   max(minHeaderBytes, total/8),
+		FanOutPages:   max(minFanOutPages, int(total/8/buildPageBytes)),
 	}
 }
 
@@ -114,6 +137,8 @@ func (b memoryBudget) LogValue() slog.Value {
 		slog.String("graphql", mib(b.APQ+b.Queries)),
 		slog.Int("building_pages", b.BuildingPages),
 		slog.Int("answer_values", b.AnswerValues),
+		slog.String("request_headers", mib(b.HeaderBytes)),
+		slog.Int("fan_out_pages", b.FanOutPages),
 	)
 }
 

@@ -60,6 +60,8 @@ type serveConfig struct {
 	SubsPerConnection   int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
 	SubsMax             int           // SUBSCRIPTIONS_MAX, --subscriptions-max
 	StreamsPerClient    int           // STREAMS_PER_CLIENT, --streams-per-client (0 = no bound)
+	MaxConnections      int           // MAX_CONNECTIONS, --max-connections (0 = no bound)
+	ConnsPerClient      int           // CONNECTIONS_PER_CLIENT, --connections-per-client (0 = no bound)
 	SubBuffer           int           // SUBSCRIPTION_BUFFER, --subscription-buffer
 	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
 	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
@@ -114,6 +116,8 @@ var serveSettings = []setting{
 	{"SUBSCRIPTIONS_PER_CONNECTION", "subscriptions-per-connection", "16", "most GraphQL subscriptions open at once on one WebSocket connection"},
 	{"SUBSCRIPTIONS_MAX", "subscriptions-max", "10000", "most GraphQL subscriptions (and WebSocket connections) open at once in the process"},
 	{"STREAMS_PER_CLIENT", "streams-per-client", strconv.Itoa(defaultStreamsPerClient), "most streams (WebSocket connections and event streams at /graphql together) one client (an IPv4 address or IPv6 /64, see TRUSTED_PROXIES) holds open at once, answered 429 with Retry-After beyond; at most SUBSCRIPTIONS_MAX (the default is lowered to it); 0 = no bound"},
+	{"MAX_CONNECTIONS", "max-connections", "20000", "most TCP connections the API keeps open at once (WebSocket and event streams included); one more is answered 503 with Retry-After and closed; 0 = no bound"},
+	{"CONNECTIONS_PER_CLIENT", "connections-per-client", "1024", "most TCP connections one peer address (an IPv6 /64 as one; TRUSTED_PROXIES not counted) keeps open at once, answered 429 with Retry-After and closed beyond; at least STREAMS_PER_CLIENT; 0 = no bound"},
 	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
 	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
 	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
@@ -301,6 +305,16 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		} else {
 			cfg.StreamsPerClient = cfg.SubsMax
 		}
+	}
+	if cfg.MaxConnections, err = strconv.Atoi(*vals["MAX_CONNECTIONS"]); err != nil || cfg.MaxConnections < 0 {
+		bad("MAX_CONNECTIONS", errors.New("want a whole number of connections, 0 for no bound"))
+	}
+	if cfg.ConnsPerClient, err = strconv.Atoi(*vals["CONNECTIONS_PER_CLIENT"]); err != nil || cfg.ConnsPerClient < 0 {
+		bad("CONNECTIONS_PER_CLIENT", errors.New("want a whole number of connections, 0 for no bound"))
+	} else if cfg.ConnsPerClient > 0 && cfg.StreamsPerClient > cfg.ConnsPerClient {
+		// Each stream holds a connection: the streams allowed would be
+		// refused as connections first, without the streams' 429.
+		bad("CONNECTIONS_PER_CLIENT", fmt.Errorf("fewer than STREAMS_PER_CLIENT (%d), each of which holds a connection; want at least %d, or 0 for no bound", cfg.StreamsPerClient, cfg.StreamsPerClient))
 	}
 	cfg.WSInitTimeout = duration(*vals["WS_INIT_TIMEOUT"], func(err error) { bad("WS_INIT_TIMEOUT", err) }, false)
 	if cfg.WSInitTimeout > 0 && cfg.WSInitTimeout < time.Second {

@@ -27,7 +27,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -51,6 +51,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *l
 	}
 	h, err := graph.NewHandler(graph.HandlerConfig{
 		Pages:                svc,
+		FanOut:               fanOut,
 		Feed:                 feeds,
 		Stores:               stores,
 		DisableIntrospection: !cfg.Introspection,

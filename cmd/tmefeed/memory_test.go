@@ -102,7 +102,8 @@ func memoryChild(originURL string) error {
 	applyMemoryLimit(cfg, getenv)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := newStack(ctx, cfg, cfg.Origin, "", newLogger(cfg.LogLevel, false, os.Stderr), nil)
+	log := newLogger(cfg.LogLevel, false, os.Stderr)
+	st, err := newStack(ctx, cfg, cfg.Origin, "", log, nil)
 	if err != nil {
 		return err
 	}
@@ -132,8 +133,13 @@ func memoryChild(originURL string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	// The API's own server: its bounds on connections and headers are
+	// part of what is measured.
+	srv, lim, err := httpServer(cfg, st.budget, mux, ln, log)
+	if err != nil {
+		return err
+	}
+	go func() { _ = srv.Serve(lim) }()
 	fmt.Printf("ADDR %s\n", ln.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent closes it
 	return srv.Close()

@@ -32,7 +32,13 @@ type liveServer struct {
 
 func startLive(t *testing.T, vars map[string]string, args ...string) *liveServer {
 	t.Helper()
-	o := fixtures.NewOrigin(fixtures.OriginOptions{})
+	return startLiveWith(t, fixtures.OriginOptions{}, vars, args...)
+}
+
+// startLiveWith is startLive over a fixture origin built from opts.
+func startLiveWith(t *testing.T, opts fixtures.OriginOptions, vars map[string]string, args ...string) *liveServer {
+	t.Helper()
+	o := fixtures.NewOrigin(opts)
 	ts := httptest.NewServer(o)
 	t.Cleanup(ts.Close)
 	all := append([]string{"--port", "0", "--origin", ts.URL}, args...)

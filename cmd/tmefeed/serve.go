@@ -59,14 +59,9 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		// Long enough for a slow origin with retries behind a cache miss.
-		WriteTimeout: 2 * time.Minute,
-		IdleTimeout:  2 * time.Minute,
-		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	srv, lim, err := httpServer(cfg, st.budget, handler, ln, log)
+	if err != nil {
+		return err
 	}
 	// Subscriptions live on connections Shutdown does not wait for
 	// (WebSocket) or would wait for until its deadline (event streams):
@@ -79,7 +74,7 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		}
 	})
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(lim) }()
 	log.Info("listening", "addr", ln.Addr().String(), "origin", originURL, "cache_mode", cfg.CacheMode, "demo", cfg.Demo)
 	if ready != nil {
 		ready(ln.Addr().String())
@@ -102,6 +97,33 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// httpServer is the API's http.Server over ln, with its bounds on
+// connections and request headers (server.ConnLimits); serve it on the
+// returned listener.
+func httpServer(cfg serveConfig, budget memoryBudget, handler http.Handler, ln net.Listener, log *slog.Logger) (*http.Server, *server.Listener, error) {
+	trusted, err := parsePrefixes(cfg.TrustedProxies)
+	if err != nil {
+		return nil, nil, fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
+	lim := server.NewListener(ln, server.ConnLimits{
+		Max:            cfg.MaxConnections,
+		PerClient:      cfg.ConnsPerClient,
+		HeaderBytes:    budget.HeaderBytes,
+		TrustedProxies: trusted,
+	})
+	return &http.Server{
+		Handler:           handler,
+		MaxHeaderBytes:    server.MaxHeaderBytes,
+		ConnState:         lim.ConnState,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// Long enough for a slow origin with retries behind a cache miss.
+		WriteTimeout: 2 * time.Minute,
+		IdleTimeout:  2 * time.Minute,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}, lim, nil
 }
 
 func newLogger(level slog.Level, asJSON bool, w io.Writer) *slog.Logger {
@@ -295,7 +317,10 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	// One budget per client for the HTTP routes and the subscribe
 	// messages of its WebSocket connections.
 	rateLimit := server.NewRateLimit(cfg.RateLimitRPM, trusted)
-	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, rateLimit, log)
+	// One bound on the channel look-ups of every fan-out (subscriptions
+	// starting, previews), counted in the memory budget.
+	fanOut := pages.NewGate(st.budget.FanOutPages)
+	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -335,6 +360,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Widget:     embed,
 		PublicURL:  cfg.PublicURL,
 		Media:      st.pages,
+		FanOut:     fanOut,
 		// One CORS policy for REST and GraphQL alike.
 		CORSOrigins:      splitList(cfg.CORSOrigins),
 		Metrics:          st.metrics,

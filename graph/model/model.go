@@ -10,8 +10,27 @@ import (
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/ids"
+	"github.com/tmefeed/tmefeed/internal/safeurl"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/sanitize"
 )
+
+// link is a URL taken from the page, given to clients only when it passes
+// safeurl.Link (http, https, tg); nil otherwise, as for no URL.
+func link(u string) *string {
+	if !safeurl.Link(u) {
+		return nil
+	}
+	return &u
+}
+
+// linkOrEmpty is link for the schema's non-null URLs.
+func linkOrEmpty(u string) string {
+	if !safeurl.Link(u) {
+		return ""
+	}
+	return u
+}
 
 // Post is a parser.Post seen through the schema's Post type. A *parser.Post
 // converts to a *Post for free.
@@ -90,7 +109,7 @@ func (p *Post) Text() *Text {
 	if p.Content.Text == nil {
 		return nil
 	}
-	return &Text{t: p.Content.Text}
+	return &Text{t: p.Content.Text, channel: p.Channel}
 }
 
 // Media lists the attachments, each of them: one of a kind the schema has
@@ -123,7 +142,7 @@ func (p *Post) Location() *Location {
 func (p *Post) InlineButtons() []*InlineButton {
 	out := make([]*InlineButton, len(p.Content.Inline))
 	for i, b := range p.Content.Inline {
-		out[i] = &InlineButton{Text: b.Title, URL: b.URL}
+		out[i] = &InlineButton{Text: b.Title, URL: linkOrEmpty(b.URL)}
 	}
 	return out
 }
@@ -166,10 +185,20 @@ func (p *Post) ForwardedFrom() *Forward {
 func (p *Post) IsService() bool { return p.Service != nil }
 
 // Text is a post's text.
-type Text struct{ t *parser.Text }
+type Text struct {
+	t       *parser.Text
+	channel string // the page's channel: its relative links point there
+}
 
 func (t *Text) Plain() string { return t.t.String }
-func (t *Text) HTML() string  { return t.t.HTML }
+
+// HTML is the text's HTML through the widget's allow-list (sanitize.Post):
+// front-ends put this field in their pages, and the channel owner wrote it.
+func (t *Text) HTML() string { return sanitize.Post(t.t.HTML, t.channel) }
+
+// HTMLAsServed is the page's own markup, for those who sanitize it
+// themselves (the schema says it is unsafe to render).
+func (t *Text) HTMLAsServed() string { return t.t.HTML }
 
 // Entities lists the formatted spans, each of them: one of a kind the
 // schema has no name for is UNKNOWN.
@@ -187,7 +216,7 @@ type TextEntity struct{ e *parser.Entity }
 func (e *TextEntity) Kind() EntityKind  { return EntityKindOf(e.e.Type) }
 func (e *TextEntity) Offset() int       { return e.e.Offset }
 func (e *TextEntity) Length() int       { return e.e.Length }
-func (e *TextEntity) URL() *string      { return optional(e.e.URL) }
+func (e *TextEntity) URL() *string      { return link(e.e.URL) }
 func (e *TextEntity) Language() *string { return optional(e.e.Language) }
 func (e *TextEntity) EmojiID() *string  { return optional(e.e.EmojiID) }
 
@@ -195,8 +224,8 @@ func (e *TextEntity) EmojiID() *string  { return optional(e.e.EmojiID) }
 type Media struct{ m *parser.Media }
 
 func (m *Media) Kind() MediaKind { return MediaKindOf(m.m.Type) }
-func (m *Media) URL() *string    { return optional(m.m.URL) }
-func (m *Media) Thumb() *string  { return optional(m.m.Thumb) }
+func (m *Media) URL() *string    { return link(m.m.URL) }
+func (m *Media) Thumb() *string  { return link(m.m.Thumb) }
 func (m *Media) Waves() *string  { return optional(m.m.Waves) }
 func (m *Media) Title() *string  { return optional(m.m.Title) }
 func (m *Media) Extra() *string  { return optional(m.m.Extra) }
@@ -285,7 +314,7 @@ func (r *Reply) Cover() *string   { return optional(r.r.Cover) }
 // LinkPreview is a link preview card.
 type LinkPreview struct{ l *parser.PreviewLink }
 
-func (l *LinkPreview) URL() string       { return l.l.URL }
+func (l *LinkPreview) URL() string       { return linkOrEmpty(l.l.URL) }
 func (l *LinkPreview) Title() *string    { return optional(l.l.Title) }
 func (l *LinkPreview) SiteName() *string { return optional(l.l.SiteName) }
 func (l *LinkPreview) Thumb() *string    { return optional(l.l.Thumb) }
@@ -317,7 +346,7 @@ type Forward struct{ f *parser.Forwarded }
 
 func (f *Forward) Name() string     { return f.f.Name.String }
 func (f *Forward) NameHTML() string { return f.f.Name.HTML }
-func (f *Forward) URL() *string     { return optional(f.f.URL) }
+func (f *Forward) URL() *string     { return link(f.f.URL) }
 
 // Channel is a channel's header together with the newest page it came
 // from, whose posts answer posts() without arguments.
