@@ -46,6 +46,7 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		}
 		defer demo.Close()
 		originURL, fallbackURL = demo.url, ""
+		cfg.OriginProxies = "" // the built-in pages are read in process, never through a proxy
 	}
 
 	st, err := newStack(ctx, cfg, originURL, fallbackURL, log, newRequestLogger(logBuf, asJSON).Log)
@@ -234,9 +235,15 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		st.Close()
 		return nil, err
 	}
+	egresses, err := origin.ParseEgresses(cfg.OriginProxies)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("ORIGIN_PROXIES: %w", err)
+	}
 	ocfg := origin.Config{
 		BaseURL:         originURL,
 		FallbackURL:     fallbackURL,
+		Egresses:        egresses,
 		RequestTimeout:  cfg.UpstreamTimeout,
 		BreakerFailures: cfg.BreakerFailures,
 		BreakerCoolDown: cfg.BreakerCoolDown,
