@@ -95,12 +95,6 @@ func (t *trial) peek(key string) ([]byte, bool) {
 	return nil, false
 }
 
-func (t *trial) remove(key string) {
-	t.mu.Lock()
-	t.removeLocked(key)
-	t.mu.Unlock()
-}
-
 func (t *trial) removeLocked(key string) {
 	el, ok := t.items[key]
 	if !ok {

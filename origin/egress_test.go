@@ -32,7 +32,8 @@ type testProxy struct {
 }
 
 // startCONNECTProxy serves HTTP CONNECT, the way https origins are
-// reached through an HTTP proxy.
+// reached through an HTTP proxy, and forwards absolute-form requests, the
+// way plain-http ones are.
 func startCONNECTProxy(t *testing.T, from string) *testProxy {
 	return startProxy(t, from, func(p *testProxy, c net.Conn) {
 		br := bufio.NewReader(c)
@@ -41,7 +42,7 @@ func startCONNECTProxy(t *testing.T, from string) *testProxy {
 			return
 		}
 		if req.Method != http.MethodConnect {
-			_, _ = io.WriteString(c, "HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+			p.forward(c, br, req)
 			return
 		}
 		up, err := p.dial(req.Host)
@@ -144,6 +145,31 @@ func (p *testProxy) dial(addr string) (net.Conn, error) {
 	p.tunnels.Add(1)
 	d := net.Dialer{LocalAddr: p.from, Timeout: 5 * time.Second}
 	return d.Dial("tcp", addr)
+}
+
+// forward relays absolute-form requests on c, the first one req, each
+// over a connection of its own from the proxy's address.
+func (p *testProxy) forward(c net.Conn, br *bufio.Reader, req *http.Request) {
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return p.dial(addr)
+	}}
+	defer tr.CloseIdleConnections()
+	for {
+		req.RequestURI = ""
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+			return
+		}
+		err = resp.Write(c)
+		resp.Body.Close()
+		if err != nil {
+			return
+		}
+		if req, err = http.ReadRequest(br); err != nil {
+			return
+		}
+	}
 }
 
 func (p *testProxy) url(scheme string) string { return scheme + "://" + p.ln.Addr().String() }
@@ -287,6 +313,41 @@ func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 	}
 	if got := b.count(viaConnect) + b.count(viaSOCKS); got != asked {
 		t.Errorf("%d requests sent while every egress was paused", got-asked)
+	}
+}
+
+// A plain-http origin (the fixture origin as tests and load runs use it)
+// is reached through an HTTP proxy with absolute-form requests, and
+// through SOCKS5 like any other.
+func TestEgressesToPlainHTTPOrigin(t *testing.T) {
+	hits := map[string]int{}
+	var mu sync.Mutex
+	o := fixtures.NewOrigin(fixtures.OriginOptions{Synthetic: 40})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		hits[ip]++
+		mu.Unlock()
+		o.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	hp := startCONNECTProxy(t, "127.0.0.2")
+	sp := startSOCKS5Proxy(t, "127.0.0.3")
+	egs, err := ParseEgresses(hp.url("http") + "," + sp.url("socks5"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, Config{BaseURL: srv.URL, Egresses: egs})
+	for i := range 6 {
+		b, err := c.Fetch(context.Background(), page(i))
+		if err != nil || !strings.Contains(string(b), "loadchan") {
+			t.Fatalf("fetch %d: %d bytes, %v", i, len(b), err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hits["127.0.0.2"] != 3 || hits["127.0.0.3"] != 3 || hits["127.0.0.1"] != 0 {
+		t.Errorf("requests by source %v; want 3 through each proxy, none direct", hits)
 	}
 }
 

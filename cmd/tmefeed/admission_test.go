@@ -19,9 +19,10 @@ import (
 // not keep pages read repeatedly from being held: 100 other channels read
 // twice right after cost Telegram 100 fetches, the second reads are all
 // answered from cache. Without admission by the second read they cost
-// 200. TestOneOffsDoNotEvictRepeatedReads in package cache checks the
-// tier itself, also under the race detector.
-func TestOneOffPagesDoNotEvictRepeatedReads(t *testing.T) {
+// 200. It runs with the memory suites, without the race detector (make
+// test); TestOneOffsDoNotEvictRepeatedReads in package cache checks the
+// tier itself under it too.
+func TestMemoryOneOffPagesDoNotEvictRepeatedReads(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes the flood's 7,000 requests take many minutes; the figures are for the real build")
 	}
