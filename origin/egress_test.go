@@ -1,186 +1,21 @@
 package origin
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/proxytest"
 	"github.com/tmefeed/tmefeed/internal/tme"
 )
-
-// testProxy is a proxy on loopback that opens its connections to the
-// origin from an address of its own (127.0.0.N), as proxies on other
-// machines would, so that the origin can tell them apart.
-type testProxy struct {
-	ln      net.Listener
-	from    *net.TCPAddr
-	tunnels atomic.Int64
-	wg      sync.WaitGroup
-}
-
-// startCONNECTProxy serves HTTP CONNECT, the way https origins are
-// reached through an HTTP proxy, and forwards absolute-form requests, the
-// way plain-http ones are.
-func startCONNECTProxy(t *testing.T, from string) *testProxy {
-	return startProxy(t, from, func(p *testProxy, c net.Conn) {
-		br := bufio.NewReader(c)
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		if req.Method != http.MethodConnect {
-			p.forward(c, br, req)
-			return
-		}
-		up, err := p.dial(req.Host)
-		if err != nil {
-			_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-			return
-		}
-		defer up.Close()
-		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
-			return
-		}
-		pipe(c, br, up)
-	})
-}
-
-// startSOCKS5Proxy serves SOCKS5 (RFC 1928) CONNECT without
-// authentication.
-func startSOCKS5Proxy(t *testing.T, from string) *testProxy {
-	return startProxy(t, from, func(p *testProxy, c net.Conn) {
-		br := bufio.NewReader(c)
-		var hello [2]byte
-		if _, err := io.ReadFull(br, hello[:]); err != nil || hello[0] != 5 {
-			return
-		}
-		if _, err := io.ReadFull(br, make([]byte, hello[1])); err != nil {
-			return
-		}
-		if _, err := c.Write([]byte{5, 0}); err != nil { // no authentication
-			return
-		}
-		var head [4]byte // version, command, reserved, address type
-		if _, err := io.ReadFull(br, head[:]); err != nil || head[1] != 1 {
-			return
-		}
-		var host string
-		switch head[3] {
-		case 1, 4: // IPv4, IPv6
-			ip := make([]byte, map[byte]int{1: 4, 4: 16}[head[3]])
-			if _, err := io.ReadFull(br, ip); err != nil {
-				return
-			}
-			host = net.IP(ip).String()
-		case 3: // a name
-			n, err := br.ReadByte()
-			if err != nil {
-				return
-			}
-			name := make([]byte, n)
-			if _, err := io.ReadFull(br, name); err != nil {
-				return
-			}
-			host = string(name)
-		default:
-			return
-		}
-		var port [2]byte
-		if _, err := io.ReadFull(br, port[:]); err != nil {
-			return
-		}
-		up, err := p.dial(net.JoinHostPort(host, strconv.Itoa(int(binary.BigEndian.Uint16(port[:])))))
-		if err != nil {
-			_, _ = c.Write([]byte{5, 5, 0, 1, 0, 0, 0, 0, 0, 0}) // connection refused
-			return
-		}
-		defer up.Close()
-		if _, err := c.Write([]byte{5, 0, 0, 1, 0, 0, 0, 0, 0, 0}); err != nil {
-			return
-		}
-		pipe(c, br, up)
-	})
-}
-
-func startProxy(t *testing.T, from string, serve func(*testProxy, net.Conn)) *testProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &testProxy{ln: ln, from: &net.TCPAddr{IP: net.ParseIP(from)}}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Go(func() {
-				defer c.Close()
-				serve(p, c)
-			})
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *testProxy) dial(addr string) (net.Conn, error) {
-	p.tunnels.Add(1)
-	d := net.Dialer{LocalAddr: p.from, Timeout: 5 * time.Second}
-	return d.Dial("tcp", addr)
-}
-
-// forward relays absolute-form requests on c, the first one req, each
-// over a connection of its own from the proxy's address.
-func (p *testProxy) forward(c net.Conn, br *bufio.Reader, req *http.Request) {
-	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		return p.dial(addr)
-	}}
-	defer tr.CloseIdleConnections()
-	for {
-		req.RequestURI = ""
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-			return
-		}
-		err = resp.Write(c)
-		resp.Body.Close()
-		if err != nil {
-			return
-		}
-		if req, err = http.ReadRequest(br); err != nil {
-			return
-		}
-	}
-}
-
-func (p *testProxy) url(scheme string) string { return scheme + "://" + p.ln.Addr().String() }
-
-// pipe copies both ways until either side is done.
-func pipe(c net.Conn, fromClient io.Reader, up net.Conn) {
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, fromClient); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
-	<-done
-}
 
 // bySource is the fixture origin behind TLS, as t.me is, counting requests
 // by the address they come from and answering 429 to the addresses told
@@ -253,11 +88,11 @@ func page(i int) Request {
 func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 	const viaConnect, viaSOCKS = "127.0.0.2", "127.0.0.3"
 	b := newBySource(t)
-	hp := startCONNECTProxy(t, viaConnect)
-	sp := startSOCKS5Proxy(t, viaSOCKS)
-	c := egressClient(t, b, hp.url("http")+", "+sp.url("socks5"), nil)
+	hp := proxytest.StartHTTP(t, viaConnect)
+	sp := proxytest.StartSOCKS5(t, viaSOCKS)
+	c := egressClient(t, b, hp.URL("http")+", "+sp.URL("socks5"), nil)
 	ctx := context.Background()
-	if got := strings.Join(c.Egresses(), " "); got != hp.ln.Addr().String()+" "+sp.ln.Addr().String() {
+	if got := strings.Join(c.Egresses(), " "); got != hp.Addr()+" "+sp.Addr() {
 		t.Fatalf("egresses %q", got)
 	}
 
@@ -270,8 +105,8 @@ func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 	if a, s, d := b.count(viaConnect), b.count(viaSOCKS), b.count("127.0.0.1"); a != n/2 || s != n/2 || d != 0 {
 		t.Fatalf("requests through the CONNECT proxy %d, the SOCKS5 proxy %d, direct %d; want %d, %d, 0", a, s, d, n/2, n/2)
 	}
-	if hp.tunnels.Load() == 0 || sp.tunnels.Load() == 0 {
-		t.Fatalf("tunnels: CONNECT %d, SOCKS5 %d", hp.tunnels.Load(), sp.tunnels.Load())
+	if hp.Dials() == 0 || sp.Dials() == 0 {
+		t.Fatalf("tunnels: CONNECT %d, SOCKS5 %d", hp.Dials(), sp.Dials())
 	}
 
 	// Telegram limits the CONNECT proxy's address.
@@ -304,7 +139,7 @@ func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 	if wait := time.Until(rl.RetryAfter); wait < 50*time.Second || wait > 61*time.Second {
 		t.Errorf("retry after %v, want about the 60 s Telegram asked", wait)
 	}
-	if rl.Egress != hp.ln.Addr().String() && rl.Egress != sp.ln.Addr().String() {
+	if rl.Egress != hp.Addr() && rl.Egress != sp.Addr() {
 		t.Errorf("RateLimitError names egress %q", rl.Egress)
 	}
 	asked := b.count(viaConnect) + b.count(viaSOCKS)
@@ -331,9 +166,9 @@ func TestEgressesToPlainHTTPOrigin(t *testing.T) {
 		o.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	hp := startCONNECTProxy(t, "127.0.0.2")
-	sp := startSOCKS5Proxy(t, "127.0.0.3")
-	egs, err := ParseEgresses(hp.url("http") + "," + sp.url("socks5"))
+	hp := proxytest.StartHTTP(t, "127.0.0.2")
+	sp := proxytest.StartSOCKS5(t, "127.0.0.3")
+	egs, err := ParseEgresses(hp.URL("http") + "," + sp.URL("socks5"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,8 +189,8 @@ func TestEgressesToPlainHTTPOrigin(t *testing.T) {
 // The server's own address is used only when listed, beside the proxies.
 func TestDirectEgressOnlyWhenListed(t *testing.T) {
 	b := newBySource(t)
-	hp := startCONNECTProxy(t, "127.0.0.2")
-	c := egressClient(t, b, "direct,"+hp.url("http"), nil)
+	hp := proxytest.StartHTTP(t, "127.0.0.2")
+	c := egressClient(t, b, "direct,"+hp.URL("http"), nil)
 	for i := range 4 {
 		if _, err := c.Fetch(context.Background(), page(i)); err != nil {
 			t.Fatal(err)
@@ -371,13 +206,13 @@ func TestDirectEgressOnlyWhenListed(t *testing.T) {
 // returns its error and sends nothing.
 func TestAdmitIsAskedPerEgress(t *testing.T) {
 	b := newBySource(t)
-	hp := startCONNECTProxy(t, "127.0.0.2")
-	sp := startSOCKS5Proxy(t, "127.0.0.3")
+	hp := proxytest.StartHTTP(t, "127.0.0.2")
+	sp := proxytest.StartSOCKS5(t, "127.0.0.3")
 	errSpent := errors.New("budget spent")
 	var (
 		mu     sync.Mutex
 		asked  = map[string]int{}
-		refuse = map[string]bool{hp.ln.Addr().String(): true}
+		refuse = map[string]bool{hp.Addr(): true}
 	)
 	admit := func(_ context.Context, egress string, r Request) error {
 		mu.Lock()
@@ -391,7 +226,7 @@ func TestAdmitIsAskedPerEgress(t *testing.T) {
 		}
 		return nil
 	}
-	c := egressClient(t, b, hp.url("http")+","+sp.url("socks5h"), admit)
+	c := egressClient(t, b, hp.URL("http")+","+sp.URL("socks5h"), admit)
 	for i := range 6 {
 		if _, err := c.Fetch(context.Background(), page(i)); err != nil {
 			t.Fatal(err)
@@ -401,10 +236,10 @@ func TestAdmitIsAskedPerEgress(t *testing.T) {
 		t.Errorf("refused proxy sent %d, the other %d; want 0 and 6", p, s)
 	}
 	mu.Lock()
-	if asked[hp.ln.Addr().String()] != 3 || asked[sp.ln.Addr().String()] != 6 {
+	if asked[hp.Addr()] != 3 || asked[sp.Addr()] != 6 {
 		t.Errorf("Admit asked %v", asked)
 	}
-	refuse[sp.ln.Addr().String()] = true
+	refuse[sp.Addr()] = true
 	mu.Unlock()
 	if _, err := c.Fetch(context.Background(), page(7)); !errors.Is(err, errSpent) {
 		t.Fatalf("every egress refused: %v, want the refusal", err)

@@ -356,7 +356,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	return st, nil
 }
 
-// Close releases the cache and the stores' background goroutines.
+// Close releases the cache, the stores' background goroutines and the
+// origin client's idle connections.
 func (st *stack) Close() {
 	if st.live != nil {
 		st.live.Close() // first: its updater reads through the cache
@@ -369,6 +370,9 @@ func (st *stack) Close() {
 	}
 	if st.pageCache != nil {
 		_ = st.pageCache.Close()
+	}
+	if st.origin != nil {
+		_ = st.origin.Close() // last: the cache's loads fetch through it; drops kept connections to proxies
 	}
 }
 
