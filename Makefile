@@ -4,7 +4,7 @@ FUZZTIME ?= 1m
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench e2e playground reliability
+.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench e2e playground reliability capacity
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -55,3 +55,6 @@ hitbench: ## cached GET /v1/body/tmefeed_news against a bare net/http server wit
 
 reliability: ## run the abuse, fault and memory suites; rewrite the figures table in docs/RELIABILITY.md
 	$(GO) run ./tools/reliability
+
+capacity: ## simulate origin requests, freshness and egress addresses for 1,000 / 10,000 / 100,000 channels; rewrite the table in docs/OPERATIONS.md
+	$(GO) run ./tools/capacity -write docs/OPERATIONS.md

@@ -29,20 +29,24 @@ func warmCodec(t testing.TB, c *Codec, pages []testPage) {
 	}
 }
 
-// fill stores n entries through Get, with keys shaped like origin's, and
-// returns the raw bytes loaded.
-func fill(t testing.TB, m *Memory, n int, value func(i int) []byte) int {
+// fill stores n entries through Get, with keys shaped like origin's
+// (prefix first), and returns the raw bytes loaded. Each key is read reads
+// times: once leaves it in the trial queue, twice moves it to the main
+// store.
+func fill(t testing.TB, m *Memory, prefix string, n, reads int, value func(i int) []byte) int {
 	t.Helper()
 	raw := 0
 	for i := range n {
 		v := value(i)
 		raw += len(v)
-		key := fmt.Sprintf("tme:v1:page:{chan%06d}:body:0", i)
-		_, err := m.Get(context.Background(), key, func(context.Context) (Entry, error) {
-			return Entry{Value: v}, nil
-		})
-		if err != nil {
-			t.Fatal(err)
+		key := fmt.Sprintf("tme:v1:page:{%s%06d}:body:0", prefix, i)
+		for range reads {
+			_, err := m.Get(context.Background(), key, func(context.Context) (Entry, error) {
+				return Entry{Value: v}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	m.store.CleanUp() // finish pending eviction before measuring
@@ -50,10 +54,16 @@ func fill(t testing.TB, m *Memory, n int, value func(i int) []byte) int {
 }
 
 // TestEntryOverhead measures what an entry costs beyond its encoded bytes
-// and key, the entryOverhead constant of the weigher, with many small
-// entries so the per-entry part dominates. It fails when the constant no
-// longer matches the measurement, e.g. after an otter or Go upgrade.
+// and key, the entryOverhead constant of the weigher (the main store) and
+// trialOverhead (the trial queue), with many small entries so the
+// per-entry part dominates. It fails when a constant no longer matches
+// the measurement, e.g. after an otter or Go upgrade.
 func TestEntryOverhead(t *testing.T) {
+	t.Run("main", func(t *testing.T) { testEntryOverhead(t, 2, entryOverhead) })
+	t.Run("trial", func(t *testing.T) { testEntryOverhead(t, 1, trialOverhead) })
+}
+
+func testEntryOverhead(t *testing.T, reads int, overhead int) {
 	const n = 20_000
 	m, err := NewMemory(MemoryConfig{MaxBytes: 1 << 30, Refresh: time.Minute})
 	if err != nil {
@@ -71,7 +81,7 @@ func TestEntryOverhead(t *testing.T) {
 	warmCodec(t, m.codec, []testPage{{body: values[0]}})
 
 	before := memsize.LiveHeap()
-	fill(t, m, n, func(i int) []byte { return values[i] })
+	fill(t, m, "chan", n, reads, func(i int) []byte { return values[i] })
 	after := memsize.LiveHeap()
 	runtime.KeepAlive(values)
 
@@ -79,18 +89,19 @@ func TestEntryOverhead(t *testing.T) {
 	if s.Entries != n {
 		t.Fatalf("entries = %d, want %d (nothing should be evicted)", s.Entries, n)
 	}
-	payload := float64(s.Bytes) - float64(n*entryOverhead) // Σ len(encoded)+len(key)
+	payload := float64(s.Bytes) - float64(n*overhead) // Σ len(encoded)+len(key)
 	measured := (float64(after) - float64(before) - payload) / n
 	t.Logf("heap growth %d B for %d entries holding %.0f B: overhead %.0f B/entry (constant %d)",
-		after-before, n, payload, measured, entryOverhead)
-	if math.Abs(measured-entryOverhead) > 0.25*entryOverhead {
-		t.Errorf("measured overhead %.0f B/entry; entryOverhead = %d is off by more than 25%%", measured, entryOverhead)
+		after-before, n, payload, measured, overhead)
+	if math.Abs(measured-float64(overhead)) > 0.25*float64(overhead) {
+		t.Errorf("measured overhead %.0f B/entry; the constant %d is off by more than 25%%", measured, overhead)
 	}
 }
 
-// TestMemoryAccounting fills the cache well past its bound with real pages
-// and checks that the accounted size stays within the bound and matches
-// what the heap actually grew by.
+// TestMemoryAccounting fills the cache well past its bound with real pages,
+// read twice (the main store) and once (the trial queue), and checks that
+// the accounted size stays within the bound and matches what the heap
+// actually grew by.
 func TestMemoryAccounting(t *testing.T) {
 	const maxBytes = 8 << 20
 	pages := realisticPages(t)
@@ -110,7 +121,8 @@ func TestMemoryAccounting(t *testing.T) {
 	n := 3 * maxBytes / 2 * len(pages) / compressed
 
 	before := memsize.LiveHeap()
-	raw := fill(t, m, n, func(i int) []byte { return varyPage(pages[i%len(pages)].body, i) })
+	raw := fill(t, m, "chan", n, 2, func(i int) []byte { return varyPage(pages[i%len(pages)].body, i) })
+	raw += fill(t, m, "once", n/2, 1, func(i int) []byte { return varyPage(pages[i%len(pages)].body, n+i) })
 	after := memsize.LiveHeap()
 
 	s := m.Stats()
@@ -120,7 +132,7 @@ func TestMemoryAccounting(t *testing.T) {
 	if s.Bytes > maxBytes {
 		t.Errorf("accounted %d B, over the %d B bound", s.Bytes, maxBytes)
 	}
-	if s.Entries >= n {
+	if s.Entries >= n+n/2 {
 		t.Errorf("all %d entries kept: the bound was never reached", n)
 	}
 	if math.Abs(float64(s.Bytes)-growth) > 0.2*growth {

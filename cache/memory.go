@@ -104,7 +104,8 @@ type MemoryStats struct {
 // HardTTL, is served at once with Stale set while one refresh per key runs
 // in the background; a failed refresh leaves the old copy in place.
 type Memory struct {
-	store       *otter.Cache[string, []byte]  // encoded entries; nil when Refresh is 0
+	store       *otter.Cache[string, []byte]  // encoded entries read more than once; nil when Refresh is 0
+	trial       *trial                        // encoded entries read once so far; nil when Refresh is 0
 	failed      *otter.Cache[string, failure] // remembered failures; nil without negative caching
 	failures    Failures
 	inFlight    flight.Group[Entry] // loads running, one per key: cold or refresh
@@ -189,6 +190,9 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 		failureBytes = min(max(cfg.MaxBytes/failuresShare, minFailureBytes), cfg.MaxBytes/2)
 		storeBytes -= failureBytes
 	}
+	trialBytes := storeBytes / trialShare
+	storeBytes -= trialBytes
+	m.trial = newTrial(trialBytes)
 	opts := &otter.Options[string, []byte]{
 		MaximumWeight:    uint64(storeBytes),
 		Weigher:          weigh,
@@ -231,7 +235,11 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 		return Entry{}, ErrClosed
 	}
 	if m.store != nil {
-		if b, ok := m.store.GetIfPresent(key); ok {
+		b, ok := m.store.GetIfPresent(key)
+		if !ok {
+			b, ok = m.admit(key)
+		}
+		if ok {
 			lead, early := dueLead(ctx, m.refresh)
 			now, until := m.now().UnixNano(), refreshPoint(b, m.refresh)
 			switch age := m.age(b); {
@@ -274,6 +282,18 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 	return m.inFlight.Do(ctx, key, func(ctx context.Context) (Entry, error) {
 		return m.fill(ctx, key, load)
 	})
+}
+
+// admit moves key's entry from the trial queue to the main store, on the
+// key's second read, and returns it; false when the queue does not hold
+// it or holds it past its hard TTL.
+func (m *Memory) admit(key string) ([]byte, bool) {
+	b, ok := m.trial.take(key)
+	if !ok || m.age(b) >= m.hardTTL {
+		return nil, false
+	}
+	m.store.Set(key, b)
+	return b, true
 }
 
 // refreshInBackground reloads a stale key unless a reload of it is running
@@ -332,8 +352,14 @@ func (m *Memory) remember(key string, err error) {
 func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, error) {
 	var prev []byte
 	start := m.now()
+	held := false // the main store holds key: its load goes there too
 	if m.store != nil {
-		if b, ok := m.store.GetIfPresent(key); ok {
+		b, ok := m.store.GetIfPresent(key)
+		held = ok
+		if !ok {
+			b, ok = m.trial.peek(key)
+		}
+		if ok {
 			lead, _ := dueLead(ctx, m.refresh)
 			switch {
 			case start.UnixNano() < refreshPoint(b, m.refresh)-int64(lead):
@@ -381,7 +407,11 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	if m.store != nil {
 		// A value that cannot be encoded is served but not stored.
 		if b, err := m.codec.Encode(e); err == nil && m.now().Sub(e.FetchedAt) < m.hardTTL {
-			m.store.Set(key, b)
+			if held {
+				m.store.Set(key, b)
+			} else {
+				m.trial.add(key, b)
+			}
 		}
 	}
 	if m.failed != nil {
@@ -423,8 +453,9 @@ func (m *Memory) Stats() MemoryStats {
 		LoadErrors:  m.loadErrors.Load(),
 	}
 	if m.store != nil {
-		s.Bytes = m.store.WeightedSize()
-		s.Entries = m.store.EstimatedSize()
+		tb, tn := m.trial.size()
+		s.Bytes = m.store.WeightedSize() + uint64(tb)
+		s.Entries = m.store.EstimatedSize() + tn
 	}
 	if m.failed != nil {
 		s.Bytes += m.failed.WeightedSize()
@@ -447,6 +478,7 @@ func (m *Memory) Close() error {
 	if m.store != nil {
 		m.store.StopAllGoroutines()
 		m.store.InvalidateAll()
+		m.trial.clear()
 	}
 	if m.failed != nil {
 		m.failed.StopAllGoroutines()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -828,5 +829,68 @@ func TestMemoryNotYetKeepsCopy(t *testing.T) {
 	}
 	if s := m.Stats(); s.LoadErrors != 0 || s.FailedFast != 0 {
 		t.Errorf("stats %+v: ErrNotYet counted as a failure", s)
+	}
+}
+
+// A flood of keys read once does not evict keys read repeatedly, and does
+// not keep keys read for the first time after it from being held until
+// their second read: W-TinyLFU alone refuses such newcomers, whose count
+// ties with the one-off entries it holds.
+func TestOneOffsDoNotEvictRepeatedReads(t *testing.T) {
+	const maxBytes = 8 << 20
+	m := newTestMemory(t, MemoryConfig{MaxBytes: maxBytes, Refresh: time.Minute})
+	rng := rand.New(rand.NewPCG(1, 2))
+	value := func() []byte { // incompressible, so the bound is reached
+		b := make([]byte, 6000)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return b
+	}
+	loads := map[string]int{}
+	get := func(key string) {
+		t.Helper()
+		_, err := m.Get(context.Background(), key, func(context.Context) (Entry, error) {
+			loads[key]++
+			return Entry{Value: value()}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(prefix string) (n int) {
+		for k, v := range loads {
+			if strings.HasPrefix(k, prefix) {
+				n += v
+			}
+		}
+		return n
+	}
+	// Popular keys read twice before the flood: held in the main store.
+	for range 2 {
+		for i := range 100 {
+			get(fmt.Sprintf("popular:%d", i))
+		}
+	}
+	for i := range 7000 { // 42 MB of one-off entries through an 8 MB tier
+		get(fmt.Sprintf("oneoff:%d", i))
+	}
+	// Keys first read after the flood, read twice.
+	for range 2 {
+		for i := range 100 {
+			get(fmt.Sprintf("new:%d", i))
+		}
+	}
+	for i := range 100 {
+		get(fmt.Sprintf("popular:%d", i))
+	}
+	if n := count("new:"); n != 100 {
+		t.Errorf("100 keys read twice after the flood cost %d loads, want 100", n)
+	}
+	if n := count("popular:"); n != 100 {
+		t.Errorf("100 keys read before and after the flood cost %d loads, want 100", n)
+	}
+	if s := m.Stats(); s.Bytes > maxBytes {
+		t.Errorf("accounted %d B, over the %d B bound", s.Bytes, maxBytes)
 	}
 }

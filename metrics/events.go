@@ -10,21 +10,21 @@ var originBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 
 // Origin holds the series of requests to t.me (or the configured origin).
 type Origin struct {
-	requests *prometheus.CounterVec   // host, outcome
-	duration *prometheus.HistogramVec // host, outcome
+	requests *prometheus.CounterVec   // egress, host, outcome
+	duration *prometheus.HistogramVec // egress, host, outcome
 }
 
 func newOrigin() *Origin {
 	return &Origin{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: name("origin", "requests_total"),
-			Help: "Requests sent to the origin, by host and outcome (ok, not_found, rate_limited, timeout, refused, unreachable, reset, truncated, server_error, error).",
-		}, []string{"host", "outcome"}),
+			Help: "Requests sent to the origin, by egress (direct or a proxy of ORIGIN_PROXIES), host and outcome (ok, not_found, rate_limited, timeout, refused, unreachable, reset, truncated, server_error, error).",
+		}, []string{"egress", "host", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    name("origin", "request_duration_seconds"),
-			Help:    "Time of one request to the origin, body included, by host and outcome.",
+			Help:    "Time of one request to the origin, body included, by egress, host and outcome.",
 			Buckets: originBuckets,
-		}, []string{"host", "outcome"}),
+		}, []string{"egress", "host", "outcome"}),
 	}
 }
 
@@ -32,11 +32,12 @@ func (o *Origin) register(reg *prometheus.Registry) {
 	reg.MustRegister(o.requests, o.duration)
 }
 
-// Attempt records one request sent to an origin host. Origin requests are
-// few (one per page per refresh window), so labels are resolved here.
-func (o *Origin) Attempt(host, outcome string, d time.Duration) {
-	o.requests.WithLabelValues(host, outcome).Inc()
-	o.duration.WithLabelValues(host, outcome).Observe(d.Seconds())
+// Attempt records one request sent to an origin host through an egress.
+// Origin requests are few (one per page per refresh window), so labels are
+// resolved here.
+func (o *Origin) Attempt(egress, host, outcome string, d time.Duration) {
+	o.requests.WithLabelValues(egress, host, outcome).Inc()
+	o.duration.WithLabelValues(egress, host, outcome).Observe(d.Seconds())
 }
 
 // Cache holds the event counters of the Valkey tier, fed by its hooks.

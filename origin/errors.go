@@ -56,12 +56,21 @@ func (e *kindError) Is(target error) bool { return target == ErrUpstream }
 // RateLimitError reports that an origin host asked us to back off.
 // errors.Is(err, ErrRateLimited) holds for it.
 type RateLimitError struct {
-	RetryAfter time.Time // no request goes to the host before this time
+	RetryAfter time.Time // no request goes to the host through Egress before this time
 	Host       string    // the origin that is backing us off
+	Egress     string    // the egress it is backing off (Egress.Name); with several, the one free soonest
 }
 
 func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("origin: rate limited by %s until %s", e.Host, e.RetryAfter.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("origin: rate limited by %s%s until %s", e.Host, via(e.Egress), e.RetryAfter.UTC().Format(time.RFC3339))
+}
+
+// via names an egress other than Direct in a message.
+func via(egress string) string {
+	if egress == "" || egress == Direct {
+		return ""
+	}
+	return " via " + egress
 }
 
 // Is makes errors.Is(err, ErrRateLimited) hold.
@@ -73,14 +82,15 @@ func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited
 type UnavailableError struct {
 	RetryAfter time.Time // when the breaker lets a probe through
 	Host       string
-	Last       error // the last failure seen on the host, e.g. ErrRefused; may be nil
+	Egress     string // the egress whose breaker it is (Egress.Name)
+	Last       error  // the last failure seen on the host, e.g. ErrRefused; may be nil
 }
 
 func (e *UnavailableError) Error() string {
 	if e.Last == ErrBusy {
 		return fmt.Sprintf("%v to %s; retry after %s", ErrBusy, e.Host, e.RetryAfter.UTC().Format(time.RFC3339))
 	}
-	s := fmt.Sprintf("origin: %s unavailable until %s (circuit open)", e.Host, e.RetryAfter.UTC().Format(time.RFC3339))
+	s := fmt.Sprintf("origin: %s%s unavailable until %s (circuit open)", e.Host, via(e.Egress), e.RetryAfter.UTC().Format(time.RFC3339))
 	if e.Last != nil {
 		s += ": last error: " + e.Last.Error()
 	}

@@ -5,22 +5,27 @@ import (
 	"time"
 )
 
-// HostHealth is what a Client knows of one origin host.
+// HostHealth is what a Client knows of one origin host through one egress.
 type HostHealth struct {
+	Egress  string // Egress.Name
 	Host    string
 	Breaker string    // "closed", "half-open" or "open"
 	Answer  time.Time // the last answer (a page, or a definitive 404); zero if none yet
 }
 
-// Health reports the primary host, then the fallback if configured.
+// Health reports, for each egress in the order configured, the primary
+// host, then the fallback if configured.
 func (c *Client) Health() []HostHealth {
-	hs := []*host{c.primary}
-	if c.fallback != nil {
-		hs = append(hs, c.fallback)
+	var hs []*host
+	for _, eg := range c.egresses {
+		hs = append(hs, eg.primary)
+		if eg.fallback != nil {
+			hs = append(hs, eg.fallback)
+		}
 	}
 	out := make([]HostHealth, 0, len(hs))
 	for _, h := range hs {
-		hh := HostHealth{Host: h.name, Breaker: h.cb.State().String()}
+		hh := HostHealth{Egress: h.eg.name, Host: h.name, Breaker: h.cb.State().String()}
 		if n := h.lastAnswer.Load(); n != 0 {
 			hh.Answer = time.Unix(0, n)
 		}

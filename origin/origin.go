@@ -1,7 +1,7 @@
-// Package origin fetches t.me pages: one shared connection pool, bounded
-// retries with jittered backoff under a retry budget, Retry-After honoured
-// per host, a circuit breaker per host, a cap on body size, and an optional
-// fallback origin.
+// Package origin fetches t.me pages: a connection pool per egress (the
+// server's own address or a proxy), bounded retries with jittered backoff
+// under a retry budget, Retry-After honoured and a circuit breaker per
+// egress and host, a cap on body size, and an optional fallback origin.
 package origin
 
 import (
@@ -68,8 +68,22 @@ type Config struct {
 	UserAgent      string
 	AcceptLanguage string // pins the language of t.me's counters ("subscribers")
 
-	// Transport replaces the Client's own pool (tests, instrumentation).
-	// With it nil, New builds one http.Transport from the fields below.
+	// Egresses are the ways out to the origin (ORIGIN_PROXIES, see
+	// ParseEgresses); nil means DirectOnly. Requests spread over them in
+	// turn, skipping those paused by a 429 or with their breaker open.
+	Egresses []Egress
+
+	// Admit, when set, is asked before each request is sent through an
+	// egress, with the egress's name — the key of an origin budget's
+	// bucket — and the request. An error keeps the request off that
+	// egress: the next one is asked, and when none admits it Fetch
+	// returns the first error, wrapped as is. It runs on the fetching
+	// goroutine and may wait, within ctx.
+	Admit func(ctx context.Context, egress string, r Request) error
+
+	// Transport replaces the Client's own pool (tests, instrumentation)
+	// for the Direct egress. With it nil, New builds one http.Transport
+	// per egress from the fields below.
 	Transport             http.RoundTripper
 	TLSClientConfig       *tls.Config // nil = system roots
 	MaxConnsPerHost       int
@@ -111,9 +125,9 @@ type Config struct {
 	Now func() time.Time // clock for Retry-After and cool-downs; nil = time.Now
 
 	// Observe, when set, is called after every request sent to a host
-	// with its outcome ("ok", "not_found", "rate_limited", "timeout", "refused", "unreachable", "reset", "truncated", "server_error" or "error") and duration, for metrics. It runs on
+	// with the egress it went through, its outcome ("ok", "not_found", "rate_limited", "timeout", "refused", "unreachable", "reset", "truncated", "server_error" or "error") and duration, for metrics. It runs on
 	// the fetching goroutine: keep it fast.
-	Observe func(host, outcome string, d time.Duration)
+	Observe func(egress, host, outcome string, d time.Duration)
 }
 
 // Client fetches t.me pages. It is safe for concurrent use.
@@ -140,20 +154,29 @@ type Config struct {
 // returned after one attempt.
 type Client struct {
 	cfg      Config
-	hc       *http.Client
-	own      *http.Transport // the pool New built; nil when Config.Transport was given
 	now      func() time.Time
-	primary  *host
-	fallback *host        // nil without FallbackURL
-	inFlight atomic.Int64 // Fetch calls running, see Config.MaxInFlight
+	egresses []*egress
+	next     atomic.Uint32 // the egress the next Fetch tries first
+	inFlight atomic.Int64  // Fetch calls running, see Config.MaxInFlight
 
 	mu     sync.Mutex // guards rng, tokens and the state in each host
 	rng    *rand.Rand
 	tokens float64 // retry budget
 }
 
-// host is one origin and what we learnt about it.
+// egress is one way out (Egress) with its pool and its view of each host.
+type egress struct {
+	name     string
+	hc       *http.Client
+	own      *http.Transport // the pool New built; nil when Config.Transport was given
+	primary  *host
+	fallback *host // nil without FallbackURL
+}
+
+// host is one origin as seen through one egress, and what we learnt
+// about it that way.
 type host struct {
+	eg           *egress
 	base         string // scheme://host[:port][/prefix], no trailing slash
 	name         string
 	blockedUntil time.Time // from Retry-After
@@ -203,35 +226,41 @@ func New(cfg Config) (*Client, error) {
 		cfg.RetryBudget = DefaultRetryBudget
 	}
 
-	primary, err := newHost(cfg, cfg.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("origin: base URL: %w", err)
+	if len(cfg.Egresses) == 0 {
+		cfg.Egresses = DirectOnly
 	}
 	c := &Client{
-		cfg:     cfg,
-		now:     cfg.Now,
-		primary: primary,
-		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		tokens:  retryBurst,
+		cfg:    cfg,
+		now:    cfg.Now,
+		rng:    rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		tokens: retryBurst,
 	}
 	if c.now == nil {
 		c.now = time.Now
 	}
-	if cfg.FallbackURL != "" {
-		if c.fallback, err = newHost(cfg, cfg.FallbackURL); err != nil {
-			return nil, fmt.Errorf("origin: fallback URL: %w", err)
+	for _, e := range cfg.Egresses {
+		eg := &egress{name: e.Name}
+		var err error
+		if eg.primary, err = newHost(cfg, eg, cfg.BaseURL); err != nil {
+			return nil, fmt.Errorf("origin: base URL: %w", err)
 		}
-	}
-	rt := cfg.Transport
-	if rt == nil {
-		c.own = newTransport(cfg)
-		rt = c.own
-	}
-	c.hc = &http.Client{
-		Transport: rt,
-		// A redirect is an answer (a /s/ page of a non-channel goes to
-		// the landing page), so it is returned, not followed.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		if cfg.FallbackURL != "" {
+			if eg.fallback, err = newHost(cfg, eg, cfg.FallbackURL); err != nil {
+				return nil, fmt.Errorf("origin: fallback URL: %w", err)
+			}
+		}
+		rt := cfg.Transport
+		if rt == nil || e.Proxy != nil {
+			eg.own = newTransport(cfg, e)
+			rt = eg.own
+		}
+		eg.hc = &http.Client{
+			Transport: rt,
+			// A redirect is an answer (a /s/ page of a non-channel goes to
+			// the landing page), so it is returned, not followed.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		c.egresses = append(c.egresses, eg)
 	}
 	return c, nil
 }
@@ -240,7 +269,7 @@ func New(cfg Config) (*Client, error) {
 // (a 429, the caller giving up): the breaker does not count it.
 var errExcluded = errors.New("origin: attempt not counted")
 
-func newHost(cfg Config, raw string) (*host, error) {
+func newHost(cfg Config, eg *egress, raw string) (*host, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, err
@@ -248,9 +277,9 @@ func newHost(cfg Config, raw string) (*host, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("%q is not an http(s) origin", raw)
 	}
-	h := &host{base: strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), name: u.Host}
+	h := &host{eg: eg, base: strings.TrimRight(u.Scheme+"://"+u.Host+u.EscapedPath(), "/"), name: u.Host}
 	h.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        u.Host,
+		Name:        eg.name + " " + u.Host,
 		MaxRequests: uint32(cfg.BreakerProbes),
 		Timeout:     cfg.BreakerCoolDown,
 		ReadyToTrip: func(c gobreaker.Counts) bool {
@@ -267,10 +296,10 @@ func newHost(cfg Config, raw string) (*host, error) {
 	return h, nil
 }
 
-func newTransport(cfg Config) *http.Transport {
+func newTransport(cfg Config, e Egress) *http.Transport {
 	d := &net.Dialer{Timeout: cfg.DialTimeout, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
+		Proxy:                 e.proxyFunc(),
 		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true, // a custom dialer turns HTTP/2 off unless asked for
 		MaxIdleConns:          2 * cfg.MaxConnsPerHost,
@@ -284,12 +313,24 @@ func newTransport(cfg Config) *http.Transport {
 	}
 }
 
-// Close drops idle connections of the Client's own pool.
+// Close drops idle connections of the Client's own pools.
 func (c *Client) Close() error {
-	if c.own != nil {
-		c.own.CloseIdleConnections()
+	for _, eg := range c.egresses {
+		if eg.own != nil {
+			eg.own.CloseIdleConnections()
+		}
 	}
 	return nil
+}
+
+// Egresses returns the names of the Client's egresses, in the order
+// configured.
+func (c *Client) Egresses() []string {
+	names := make([]string, len(c.egresses))
+	for i, eg := range c.egresses {
+		names[i] = eg.name
+	}
+	return names
 }
 
 // outcome classifies one attempt.
@@ -308,12 +349,13 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 	}
 	if c.inFlight.Add(1) > int64(c.cfg.MaxInFlight) {
 		c.inFlight.Add(-1)
-		return nil, &UnavailableError{RetryAfter: c.now().Add(time.Second), Host: c.primary.name, Last: ErrBusy}
+		return nil, &UnavailableError{RetryAfter: c.now().Add(time.Second), Host: c.egresses[0].primary.name, Last: ErrBusy}
 	}
 	defer c.inFlight.Add(-1)
 	path := r.Path()
 	attempts := c.cfg.MaxRetries + 1
 	c.deposit()
+	first := int(c.next.Add(1)-1) % len(c.egresses) // requests take the egresses in turn
 	var (
 		lastErr  error
 		prev     *host
@@ -324,7 +366,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 		if retrying && !c.withdraw() {
 			break // out of retry budget: an outage costs one attempt per request
 		}
-		h, report, err := c.pick(retrying && n == attempts-1)
+		h, report, err := c.pick(ctx, r, first, retrying && n == attempts-1)
 		if err != nil {
 			if retrying {
 				break // the breaker opened under this request: report what failed
@@ -341,7 +383,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 		start := time.Now()
 		body, oc, until, err := c.attempt(ctx, h, r, path)
 		if c.cfg.Observe != nil {
-			c.cfg.Observe(h.name, outcomeName(oc == rateLimited, err), time.Since(start))
+			c.cfg.Observe(h.eg.name, h.name, outcomeName(oc == rateLimited, err), time.Since(start))
 		}
 		if ctx.Err() != nil {
 			report(errExcluded)
@@ -355,7 +397,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 		case rateLimited:
 			report(errExcluded) // the host answered; the block keeps traffic off it
 			c.block(h, until)
-			lastErr, retrying = &RateLimitError{RetryAfter: until, Host: h.name}, false
+			lastErr, retrying = &RateLimitError{RetryAfter: until, Host: h.name, Egress: h.eg.name}, false
 		case retry:
 			report(err)
 			c.failed(h, err)
@@ -368,14 +410,65 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 	return nil, lastErr
 }
 
-// pick chooses the host for the next attempt and takes a pass from its
-// breaker; report must be called with the attempt's outcome. When every
-// host is rate-limited or has its breaker open, it returns the error saying
-// so.
-func (c *Client) pick(lastChance bool) (*host, func(error), error) {
+// pick chooses the egress and host for the next attempt and takes a pass
+// from the host's breaker on that egress; report must be called with the
+// attempt's outcome. The egresses are tried in turn from first, skipping
+// those whose every host is rate-limited or has its breaker open, and
+// those Config.Admit refuses. When none can take the request it returns
+// the error saying why: Admit's first refusal, else the open breaker that
+// lets probes through soonest, else the rate limit that ends soonest.
+func (c *Client) pick(ctx context.Context, r Request, first int, lastChance bool) (*host, func(error), error) {
+	var (
+		refused error
+		open    *UnavailableError
+		limited *RateLimitError
+	)
+	for i := range c.egresses {
+		eg := c.egresses[(first+i)%len(c.egresses)]
+		h, report, err := c.pickHost(eg, lastChance)
+		if err != nil {
+			var ue *UnavailableError
+			var rl *RateLimitError
+			switch {
+			case errors.As(err, &ue):
+				if open == nil || ue.RetryAfter.Before(open.RetryAfter) {
+					open = ue
+				}
+			case errors.As(err, &rl):
+				if limited == nil || rl.RetryAfter.Before(limited.RetryAfter) {
+					limited = rl
+				}
+			}
+			continue
+		}
+		if c.cfg.Admit != nil {
+			if err := c.cfg.Admit(ctx, eg.name, r); err != nil {
+				report(errExcluded)
+				if refused == nil {
+					refused = err
+				}
+				continue
+			}
+		}
+		return h, report, nil
+	}
+	switch {
+	case refused != nil:
+		return nil, nil, refused
+	case open != nil:
+		return nil, nil, open
+	}
+	return nil, nil, limited
+}
+
+// pickHost chooses the host for the next attempt through eg, as pick does
+// across egresses: the primary unless it is rate-limited, cooling down
+// after failures or this is the last chance, and a host whose breaker is
+// open is skipped.
+func (c *Client) pickHost(eg *egress, lastChance bool) (*host, func(error), error) {
 	now := c.now()
 	c.mu.Lock()
-	p, f := c.primary, c.fallback
+	p, f := eg.primary, eg.fallback
 	pOK := !now.Before(p.blockedUntil)
 	fOK := f != nil && !now.Before(f.blockedUntil)
 	var order []*host
@@ -413,7 +506,7 @@ func (c *Client) pick(lastChance bool) (*host, func(error), error) {
 			c.mu.Lock()
 			last := h.last
 			c.mu.Unlock()
-			open = &UnavailableError{RetryAfter: retryAt, Host: h.name, Last: last}
+			open = &UnavailableError{RetryAfter: retryAt, Host: h.name, Egress: eg.name, Last: last}
 		}
 	}
 	if open != nil {
@@ -423,7 +516,7 @@ func (c *Client) pick(lastChance bool) (*host, func(error), error) {
 	if f != nil {
 		name += ", " + f.name
 	}
-	return nil, nil, &RateLimitError{RetryAfter: until, Host: name}
+	return nil, nil, &RateLimitError{RetryAfter: until, Host: name, Egress: eg.name}
 }
 
 func (c *Client) answered(h *host) {
@@ -440,7 +533,7 @@ func (c *Client) failed(h *host, err error) {
 	c.mu.Lock()
 	h.failures++
 	h.last = kind
-	if h == c.primary && c.fallback != nil && h.failures >= c.cfg.FallbackAfter {
+	if h == h.eg.primary && h.eg.fallback != nil && h.failures >= c.cfg.FallbackAfter {
 		h.coolUntil = now.Add(c.cfg.FallbackCooldown)
 	}
 	c.mu.Unlock()
@@ -542,7 +635,7 @@ func (c *Client) attempt(ctx context.Context, h *host, r Request, path string) (
 	}
 	what := method + " " + h.base + r.Shown()
 
-	resp, err := c.hc.Do(req)
+	resp, err := h.eg.hc.Do(req)
 	if err != nil {
 		kind := connErrorKind(actx, err)
 		// url.Error repeats the method and the URL, query included.

@@ -140,7 +140,7 @@ func TestBreakerOpensAndProbes(t *testing.T) {
 	u.set(body("ok"))
 	eventually(t, "the breaker to close", func() bool {
 		_, err := c.Fetch(ctx, bodyReq)
-		return err == nil && c.primary.cb.State().String() == "closed"
+		return err == nil && c.egresses[0].primary.cb.State().String() == "closed"
 	})
 }
 

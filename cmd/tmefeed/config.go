@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/cache"
+	tmeorigin "github.com/tmefeed/tmefeed/origin" // parseServeConfig's origin is where a value came from
 	"github.com/tmefeed/tmefeed/widget"
 )
 
@@ -23,6 +24,7 @@ type serveConfig struct {
 	Port                int           // PORT, --port
 	Origin              string        // TME_ORIGIN, --origin
 	FallbackOrigin      string        // TME_FALLBACK_ORIGIN, --fallback-origin
+	OriginProxies       string        // ORIGIN_PROXIES, --origin-proxies; checked by origin.ParseEgresses
 	CacheMode           string        // CACHE_MODE, --cache-mode
 	Refresh             time.Duration // derived from CacheMode
 	MemoryMaxMB         int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
@@ -80,6 +82,7 @@ var serveSettings = []setting{
 	{"PORT", "port", "8080", "TCP port to listen on"},
 	{"TME_ORIGIN", "origin", "https://t.me", "base URL pages are fetched from"},
 	{"TME_FALLBACK_ORIGIN", "fallback-origin", "", "second origin tried when the first keeps failing, e.g. https://telegram.me"},
+	{"ORIGIN_PROXIES", "origin-proxies", "", "comma-separated egresses to the origin: http://, https:// (CONNECT) or socks5:// proxy URLs, and direct for the server's own address; empty = direct only"},
 	{"CACHE_MODE", "cache-mode", "normal", "off | normal (refresh after 10s) | aggressive (after 120s)"},
 	{"MEMORY_CACHE_MAX_MB", "memory-cache-max-mb", "64", "MiB of every in-process store together (pages, parsed pages, feeds, GraphQL), counted in heap bytes"},
 	{"MEMORY_LIMIT_MB", "memory-limit-mb", "", "Go runtime soft memory limit in MiB; empty = GOMEMLIMIT if set, else 4×MEMORY_CACHE_MAX_MB+64"},
@@ -183,6 +186,12 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.FallbackOrigin = strings.TrimRight(*vals["TME_FALLBACK_ORIGIN"], "/")
 	if err := checkURL(cfg.FallbackOrigin, false); err != nil {
 		bad("TME_FALLBACK_ORIGIN", err)
+	}
+	cfg.OriginProxies = strings.TrimSpace(*vals["ORIGIN_PROXIES"])
+	if _, err := tmeorigin.ParseEgresses(cfg.OriginProxies); err != nil {
+		// Not bad(): the value may hold a proxy's password, which the
+		// error leaves out.
+		errs = append(errs, fmt.Errorf("%s: %w", origin["ORIGIN_PROXIES"], err))
 	}
 	cfg.CacheMode = *vals["CACHE_MODE"]
 	if cfg.Refresh, err = cache.RefreshFor(cfg.CacheMode); err != nil {

@@ -102,6 +102,8 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		{nil, map[string]string{"MEMORY_CACHE_MAX_MB": "-64"}, []string{"$MEMORY_CACHE_MAX_MB"}},
 		{nil, map[string]string{"MEMORY_LIMIT_MB": "1.5"}, []string{"$MEMORY_LIMIT_MB"}},
 		{nil, map[string]string{"TME_FALLBACK_ORIGIN": "ftp://telegram.me"}, []string{"$TME_FALLBACK_ORIGIN"}},
+		{nil, map[string]string{"ORIGIN_PROXIES": "socks5://u:secret@10.0.0.2:1080,ftp://10.0.0.3:21"}, []string{"$ORIGIN_PROXIES", "ftp://10.0.0.3:21", "want an http://"}},
+		{[]string{"--origin-proxies", "http://u:secret@10.0.0.2:3128,http://10.0.0.2:3128"}, nil, []string{"--origin-proxies", "10.0.0.2:3128 is listed twice"}},
 		{nil, map[string]string{"VALKEY_TIMEOUT": "250"}, []string{"$VALKEY_TIMEOUT", "duration"}},
 		{nil, map[string]string{"FEED_MAX_CHANNELS": "1e3"}, []string{"$FEED_MAX_CHANNELS"}},
 		{nil, map[string]string{"GRAPHQL_INTROSPECTION": "yes please"}, []string{"$GRAPHQL_INTROSPECTION"}},
@@ -133,6 +135,9 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%v %v: error %q does not mention %q", c.args, c.env, err, w)
 			}
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("%v %v: error %q shows a password", c.args, c.env, err)
 		}
 	}
 }

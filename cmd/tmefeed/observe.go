@@ -64,23 +64,23 @@ func (st *stack) registerCollectors(reg *metrics.Registry) error {
 				emit(float64(fs.RenderedBytes), "rendered")
 				emit(float64(st.graph.Bytes()), "graphql")
 			}),
-		metrics.NewFuncCollector("", "breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open; breaker=valkey (the shared cache) or origin (per host).",
-			prometheus.GaugeValue, []string{"breaker", "host"}, func(emit func(float64, ...string)) {
+		metrics.NewFuncCollector("", "breaker_state", "Circuit breaker state: 0 closed, 1 half-open, 2 open; breaker=valkey (the shared cache) or origin (per egress and host).",
+			prometheus.GaugeValue, []string{"breaker", "egress", "host"}, func(emit func(float64, ...string)) {
 				if v, ok := st.pageCache.(*cache.Valkey); ok {
-					emit(metrics.BreakerValue(v.BreakerState()), "valkey", "")
+					emit(metrics.BreakerValue(v.BreakerState()), "valkey", "", "")
 				}
 				for _, h := range st.origin.Health() {
-					emit(metrics.BreakerValue(h.Breaker), "origin", h.Host)
+					emit(metrics.BreakerValue(h.Breaker), "origin", h.Egress, h.Host)
 				}
 			}),
-		metrics.NewFuncCollector("origin", "last_answer_timestamp_seconds", "Unix time of the origin host's last answer (a page or a definitive not-found); 0 before the first.",
-			prometheus.GaugeValue, []string{"host"}, func(emit func(float64, ...string)) {
+		metrics.NewFuncCollector("origin", "last_answer_timestamp_seconds", "Unix time of the origin host's last answer through the egress (a page or a definitive not-found); 0 before the first.",
+			prometheus.GaugeValue, []string{"egress", "host"}, func(emit func(float64, ...string)) {
 				for _, h := range st.origin.Health() {
 					var ts float64
 					if !h.Answer.IsZero() {
 						ts = float64(h.Answer.UnixNano()) / 1e9
 					}
-					emit(ts, h.Host)
+					emit(ts, h.Egress, h.Host)
 				}
 			}),
 	}
@@ -171,6 +171,7 @@ func (st *stack) cacheReady(ctx context.Context) server.CheckResult {
 func (st *stack) originReady(context.Context) server.CheckResult {
 	hosts := st.origin.Health()
 	type hostData struct {
+		Egress     string     `json:"egress"`
 		Host       string     `json:"host"`
 		Breaker    string     `json:"breaker"`
 		LastAnswer *time.Time `json:"last_answer,omitempty"`
@@ -181,7 +182,7 @@ func (st *stack) originReady(context.Context) server.CheckResult {
 		lastAny time.Time
 	)
 	for _, h := range hosts {
-		d := hostData{Host: h.Host, Breaker: h.Breaker}
+		d := hostData{Egress: h.Egress, Host: h.Host, Breaker: h.Breaker}
 		if !h.Answer.IsZero() {
 			t := h.Answer.UTC()
 			d.LastAnswer = &t
@@ -204,7 +205,7 @@ func (st *stack) originReady(context.Context) server.CheckResult {
 		res.Detail = "every origin host's circuit breaker is open, after an answer less than " + originStale.String() + " ago"
 	case open > 0:
 		res.Status = server.ReadyDegraded
-		res.Detail = "an origin host's circuit breaker is open; requests go to the other"
+		res.Detail = "an origin host's circuit breaker is open; requests go to the other hosts or egresses"
 	}
 	return res
 }

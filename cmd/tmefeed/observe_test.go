@@ -225,8 +225,8 @@ func TestMetricsAfterScriptedRun(t *testing.T) {
 		{"latency observations", value(after, "tmefeed_http_request_duration_seconds", "route", route), func(v float64) bool { return v == 3+rpm+2 }},
 		{"the GraphQL operation", value(after, "tmefeed_graphql_operations_total", "operation", "ChannelTitle", "code", "200"), func(v float64) bool { return v == 1 }},
 		{"the GraphQL route", value(after, "tmefeed_http_requests_total", "route", "/graphql", "code", "200"), func(v float64) bool { return v == 1 }},
-		{"origin successes", value(after, "tmefeed_origin_requests_total", "outcome", "ok"), func(v float64) bool { return v >= 1 }},
-		{"origin failures", value(after, "tmefeed_origin_requests_total", "outcome", "server_error"), func(v float64) bool { return v >= 1 }},
+		{"origin successes", value(after, "tmefeed_origin_requests_total", "egress", "direct", "outcome", "ok"), func(v float64) bool { return v >= 1 }},
+		{"origin failures", value(after, "tmefeed_origin_requests_total", "egress", "direct", "outcome", "server_error"), func(v float64) bool { return v >= 1 }},
 		{"origin latency", value(after, "tmefeed_origin_request_duration_seconds", "outcome", "ok"), func(v float64) bool { return v >= 1 }},
 		{"cache misses", value(after, "tmefeed_cache_misses_total"), func(v float64) bool { return v >= 2 }},
 		{"hot store bytes", value(after, "tmefeed_store_bytes", "store", "hot"), func(v float64) bool { return v > 0 }},
@@ -234,8 +234,8 @@ func TestMetricsAfterScriptedRun(t *testing.T) {
 		// The scrape itself is in flight; an earlier request's handler may
 		// still be returning after its client read the whole answer.
 		{"in flight: the scrape itself", value(after, "tmefeed_http_requests_in_flight"), func(v float64) bool { return v >= 1 && v <= 2 }},
-		{"origin breaker closed", value(after, "tmefeed_breaker_state", "breaker", "origin"), func(v float64) bool { return v == 0 }},
-		{"origin last answer", value(after, "tmefeed_origin_last_answer_timestamp_seconds"), func(v float64) bool { return v > float64(time.Now().Add(-time.Minute).Unix()) }},
+		{"origin breaker closed", value(after, "tmefeed_breaker_state", "breaker", "origin", "egress", "direct"), func(v float64) bool { return v == 0 }},
+		{"origin last answer", value(after, "tmefeed_origin_last_answer_timestamp_seconds", "egress", "direct"), func(v float64) bool { return v > float64(time.Now().Add(-time.Minute).Unix()) }},
 	}
 	for _, c := range checks {
 		if !c.want(c.got) {
@@ -383,6 +383,9 @@ func TestReadyzOriginDown(t *testing.T) {
 	status, _, out := s.do(t, http.MethodGet, "/readyz", "")
 	if status != http.StatusServiceUnavailable || !strings.Contains(out, `"not_ready"`) || !strings.Contains(out, `"down"`) {
 		t.Errorf("origin down: %d %s", status, out)
+	}
+	if !strings.Contains(out, `"egress":"direct"`) {
+		t.Errorf("the origin check does not name the egress: %s", out)
 	}
 	if status, _, _ := s.do(t, http.MethodGet, "/healthz", ""); status != http.StatusOK {
 		t.Errorf("/healthz while not ready: %d (liveness must not follow readiness)", status)

@@ -46,6 +46,7 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		}
 		defer demo.Close()
 		originURL, fallbackURL = demo.url, ""
+		cfg.OriginProxies = "" // the built-in pages are read in process, never through a proxy
 	}
 
 	st, err := newStack(ctx, cfg, originURL, fallbackURL, log, newRequestLogger(logBuf, asJSON).Log)
@@ -256,9 +257,15 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		st.Close()
 		return nil, err
 	}
+	egresses, err := origin.ParseEgresses(cfg.OriginProxies)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("ORIGIN_PROXIES: %w", err)
+	}
 	ocfg := origin.Config{
 		BaseURL:         originURL,
 		FallbackURL:     fallbackURL,
+		Egresses:        egresses,
 		RequestTimeout:  cfg.UpstreamTimeout,
 		BreakerFailures: cfg.BreakerFailures,
 		BreakerCoolDown: cfg.BreakerCoolDown,
@@ -375,7 +382,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	return st, nil
 }
 
-// Close releases the cache and the stores' background goroutines.
+// Close releases the cache, the stores' background goroutines and the
+// origin client's idle connections.
 func (st *stack) Close() {
 	if st.live != nil {
 		st.live.Close() // first: its updater reads through the cache
@@ -388,6 +396,9 @@ func (st *stack) Close() {
 	}
 	if st.pageCache != nil {
 		_ = st.pageCache.Close()
+	}
+	if st.origin != nil {
+		_ = st.origin.Close() // last: the cache's loads fetch through it; drops kept connections to proxies
 	}
 }
 
