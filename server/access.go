@@ -148,7 +148,7 @@ func (h *handler) authenticate(a *Access) func(http.Handler) http.Handler {
 			}
 			if src == keyNone {
 				switch {
-				case h.isGraphQL(r) && r.Method == http.MethodGet && isUpgrade(r):
+				case h.isGraphQL(r) && r.Method == http.MethodGet && h.isStream(r):
 					// A browser cannot send headers with a WebSocket
 					// upgrade: the key may come in connection_init, where
 					// InitWebSocket checks it (4403 when it is missing
@@ -191,8 +191,6 @@ func (info *reqInfo) setGrant(g access.Grant) {
 // key (an address holds no '=').
 func consumerKey(name string) string { return "consumer=" + name }
 
-func isUpgrade(r *http.Request) bool { return header(r.Header, "Upgrade") != "" }
-
 // cacheOnlyRoute reports whether r's route answers single pages, which an
 // anonymous request may read from the cache under ANONYMOUS=cached.
 // Feeds, GraphQL and the widget build from many pages and keep what they
@@ -222,7 +220,7 @@ func (h *handler) outOfScope(r *http.Request, g access.Grant) string {
 		for _, v := range r.URL.Query()["channels"] {
 			names = append(names, strings.Split(v, ",")...)
 		}
-	case p == graphQLPath && isStreamRequest(r):
+	case p == graphQLPath && h.isStream(r):
 		return ""
 	default:
 		return "a widget key reads its channels through /embed, the /v1 routes naming a channel in their path, the feed documents and /media; this request needs an API key"
@@ -239,11 +237,11 @@ func (h *handler) outOfScope(r *http.Request, g access.Grant) string {
 	return ""
 }
 
-// isStreamRequest is a coarse test for the requests the GraphQL handler
-// keeps open: an upgrade, or a POST asking for an event stream. The
-// handler itself checks the channels they subscribe to.
-func isStreamRequest(r *http.Request) bool {
-	return isUpgrade(r) || r.Method == http.MethodPost && strings.Contains(header(r.Header, "Accept"), "text/event-stream")
+// isStream reports whether the GraphQL handler keeps r open as a stream
+// (its IsStream): the handler itself checks the channels streams
+// subscribe to, and reads a WebSocket's key in connection_init.
+func (h *handler) isStream(r *http.Request) bool {
+	return h.streams != nil && h.streams(r)
 }
 
 // unauthenticated answers 401 with the challenge, in the shape the

@@ -177,7 +177,7 @@ func (h *handler) newRateLimit(l *RateLimit) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			key := clientKey(r, info, h.trusted)
+			key := h.clientKey(r, info)
 			if b.limiter.OnLimit(w, r, key) {
 				h.rateLimited(w, r, b.retryAfter(key))
 				return
@@ -208,14 +208,16 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 	h.fail(w, r, apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: msg, RetryAfter: retry})
 }
 
+// clientKey is the client every per-client limit counts r by (see the
+// function clientKey).
+func (h *handler) clientKey(r *http.Request, info *reqInfo) string {
+	return clientKey(r, info, h.trusted)
+}
+
 // clientAddr is the address requests are limited by: the peer's, unless
 // the peer is a trusted proxy; then the nearest address in X-Forwarded-For
 // that is not a trusted proxy itself (the ones before it could be forged
 // by the client), else X-Real-IP.
-func (h *handler) clientAddr(r *http.Request) netip.Addr {
-	return clientAddr(r, h.trusted)
-}
-
 func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := peerAddr(r.RemoteAddr)
 	if !trustedProxy(trusted, peer) {

@@ -159,8 +159,9 @@ type handler struct {
 	requestLog    func(context.Context, RequestLine)
 	ready         []ReadyCheck
 	trusted       []netip.Prefix
-	cacheScope    string       // "public", or "private" with API keys on
-	proxyWarned   atomic.Int64 // Unix ns of the last warning of warnUntrustedProxy
+	cacheScope    string                   // "public", or "private" with API keys on
+	streams       func(*http.Request) bool // Config.GraphQL's IsStream; nil without
+	proxyWarned   atomic.Int64             // Unix ns of the last warning of warnUntrustedProxy
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -186,6 +187,9 @@ func New(cfg Config) http.Handler {
 	}
 	if cfg.Access != nil {
 		h.cacheScope = "private"
+	}
+	if st, ok := cfg.GraphQL.(streamTeller); ok {
+		h.streams = st.IsStream
 	}
 	if cfg.Metrics != nil {
 		h.metrics = cfg.Metrics.HTTP

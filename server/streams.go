@@ -65,8 +65,8 @@ type streamTeller interface {
 	IsStream(r *http.Request) bool
 }
 
-// limitStreams bounds the streams each client (rateKey of clientAddr, as
-// the rate limit counts it) holds open at /graphql. A stream request over
+// limitStreams bounds the streams each client (clientKey, as the rate
+// limit counts it) holds open at /graphql. A stream request over
 // the bound is refused before the upgrade or the stream begins; a stream
 // is counted until its handler returns, however it ends (the client gone,
 // the server shutting down, a panic). Other requests pass untouched.
@@ -93,7 +93,7 @@ func (h *handler) limitStreams(perClient int, isStream func(*http.Request) bool,
 			next.ServeHTTP(w, r)
 			return
 		}
-		key := clientKey(r, info, h.trusted)
+		key := h.clientKey(r, info)
 		if !l.acquire(key, limit) {
 			if h.metrics != nil {
 				h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).StreamsLimited()

@@ -338,7 +338,7 @@ func (s *liveServer) wsInit(t *testing.T, ctx context.Context, hdr http.Header, 
 // RATE_LIMIT_RPM; requests without a key (ANONYMOUS=on) share the
 // address's.
 func TestAccessSeparateBudgets(t *testing.T) {
-	path, keys := keysFile(t, "alpha", "beta", "gamma rpm=6")
+	path, keys := keysFile(t, "alpha", "beta", "gamma rpm=6 streams=1")
 	const rpm = 3
 	s := startLive(t, map[string]string{"API_KEYS_FILE": path, "ANONYMOUS": "on", "RATE_LIMIT_RPM": "3", "LOG_LEVEL": "warn"})
 	spend := func(who string, n int, hdr ...string) {
@@ -357,6 +357,17 @@ func TestAccessSeparateBudgets(t *testing.T) {
 	spend("beta", rpm, "Authorization", "Bearer "+keys["beta"])
 	spend("gamma", 6, "X-API-Key", keys["gamma"])
 	spend("anonymous", rpm)
+
+	// gamma's streams=1 bounds its streams, not beta's (STREAMS_PER_CLIENT,
+	// 256), behind the same address.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path2, keys2 := keysFile(t, "beta", "gamma streams=1")
+	s2 := startLive(t, map[string]string{"API_KEYS_FILE": path2, "LOG_LEVEL": "warn"})
+	wantOpen(t, "gamma's first stream", s2.stream(t, ctx, "tmefeed_news", "X-API-Key", keys2["gamma"]))
+	wantTooManyStreams(t, "gamma's second stream", s2.stream(t, ctx, "tmefeed_news", "X-API-Key", keys2["gamma"]))
+	wantOpen(t, "beta's first stream", s2.stream(t, ctx, "tmefeed_news", "X-API-Key", keys2["beta"]))
+	wantOpen(t, "beta's second stream", s2.stream(t, ctx, "tmefeed_news", "X-API-Key", keys2["beta"]))
 }
 
 // ANONYMOUS=cached: a request without a key for a page nobody has read
