@@ -21,6 +21,13 @@ const (
 	CodeRateLimited         = "RATE_LIMITED"
 	CodeComplexity          = "COMPLEXITY_LIMIT_EXCEEDED"
 	CodeInternal            = "INTERNAL_SERVER_ERROR"
+	// CodeForbidden: a key used outside its scope (a widget key's
+	// subscription to other channels, or its query).
+	CodeForbidden = "FORBIDDEN"
+	// CodeUnauthenticated: no valid API key. The HTTP face answers it
+	// before a request reaches this handler; a WebSocket whose
+	// connection_init carries none is closed with 4403.
+	CodeUnauthenticated = "UNAUTHENTICATED"
 )
 
 // Codes of requests refused before execution: gqlgen's own, and the

@@ -161,6 +161,21 @@ type HandlerConfig struct {
 	// 1), and the connection stays open. An event stream is one HTTP
 	// request, counted as such, and is not asked again.
 	AllowSubscribe func(r *http.Request) (ok bool, retryAfter time.Duration)
+	// InitWebSocket, when set, is asked with the WebSocket upgrade
+	// request and the connection_init payload before the connection is
+	// acknowledged (API keys: a browser cannot send headers with the
+	// upgrade, so the key may come here). An error closes the connection
+	// with 4403 Forbidden and the error's message as the reason.
+	InitWebSocket func(r *http.Request, payload map[string]any) error
+	// Scope, when set, is asked with a stream's request (an event
+	// stream's, or a WebSocket's upgrade once connection_init is done)
+	// which channels its subscriptions may name: nil allows any. A
+	// subscription naming another is refused with FORBIDDEN.
+	Scope func(r *http.Request) (allowed func(channel string) bool)
+	// PrivateAnswers marks cacheable GET answers Cache-Control: private
+	// (API keys on): a shared cache must not hand one consumer's answer
+	// to a client without a key.
+	PrivateAnswers bool
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
@@ -257,11 +272,15 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		schema:      es.Schema(),
 		refresh:     max(cfg.Refresh, 0),
 		swr:         strconv.Itoa(int(max(cfg.Refresh, 0) / time.Second)),
+		cacheScope:  "public",
 		now:         cfg.Now,
 		values:      semaphore.NewWeighted(int64(cfg.MaxExecutingValues)),
 		maxValues:   int64(cfg.MaxExecutingValues),
 		valued:      NewExecutableSchema(Config{Complexity: complexity(0, 1)}),
 		operation:   cfg.Operation,
+	}
+	if cfg.PrivateAnswers {
+		run.cacheScope = "private"
 	}
 	if fast != nil {
 		fast.room = run.room
@@ -281,6 +300,8 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			anyOrigin:    slices.Contains(cfg.Origins, "*"),
 			writeTimeout: cfg.StreamWriteTimeout,
 			allow:        cfg.AllowSubscribe,
+			init:         cfg.InitWebSocket,
+			scope:        cfg.Scope,
 		})
 		srv.AddTransport(sseTransport{
 			sse:          transport.SSE{KeepAlivePingInterval: cfg.KeepAlive},
@@ -288,6 +309,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			streams:      st,
 			gate:         run.gate,
 			writeTimeout: cfg.StreamWriteTimeout,
+			scope:        cfg.Scope,
 		})
 	}
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})

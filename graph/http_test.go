@@ -318,7 +318,7 @@ func TestErrorCodesDocumented(t *testing.T) {
 		graph.CodeComplexity, graph.CodeInternal, graph.CodeParseFailed, graph.CodeValidationFailed,
 		graph.CodePersistedQueryNotFound, graph.CodeBadRequest, graph.CodeMethodNotAllowed,
 		graph.CodeNotAcceptable, graph.CodeRequestTooLarge, graph.CodeUnsupportedMediaType,
-		graph.CodeSlowSubscriber, graph.CodeShuttingDown,
+		graph.CodeSlowSubscriber, graph.CodeShuttingDown, graph.CodeForbidden, graph.CodeUnauthenticated,
 	}
 	slices.Sort(all)
 	codeRow := regexp.MustCompile("(?m)^\\|[^|`\\n]*\\| *`([A-Z_]+)` *\\|")

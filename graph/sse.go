@@ -29,6 +29,7 @@ type sseTransport struct {
 	streams      *streams
 	gate         *gate
 	writeTimeout time.Duration
+	scope        func(*http.Request) func(string) bool // HandlerConfig.Scope
 }
 
 var _ graphql.Transport = sseTransport{}
@@ -121,7 +122,11 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	defer cancel()
 	sw := &streamWriter{w: w, rc: rc, timeout: t.writeTimeout}
 	defer sw.stop()
-	t.sse.Do(sw, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate})
+	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate}
+	if t.scope != nil {
+		se.scope = t.scope(r)
+	}
+	t.sse.Do(sw, r.WithContext(ctx), se)
 }
 
 // streamWriter writes an event stream: every write has a deadline, so a

@@ -225,6 +225,9 @@ type streamExec struct {
 	streams *streams
 	gate    *gate
 	conn    *atomic.Int64 // subscriptions open on this connection; nil: one per request
+	// scope, when set, is the channels subscriptions may name
+	// (HandlerConfig.Scope).
+	scope func(channel string) bool
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
@@ -245,8 +248,40 @@ func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql
 		err := gqlerror.Errorf("a subscription selects exactly one field (not __typename): one stream per subscription")
 		errcode.Set(err, errcode.ValidationFailed)
 		return rc, gqlerror.List{err}
+	} else if e.scope != nil {
+		if err := outOfScope(rc, fields[0], e.scope); err != nil {
+			return rc, gqlerror.List{err}
+		}
 	}
 	return rc, nil
+}
+
+// outOfScope refuses a subscription naming a channel scope does not
+// allow, in any argument that names channels.
+func outOfScope(rc *graphql.OperationContext, f graphql.CollectedField, scope func(string) bool) *gqlerror.Error {
+	args := f.ArgumentMap(rc.Variables)
+	var names []string
+	for _, a := range []string{"channels", "channel", "username"} {
+		switch v := args[a].(type) {
+		case string:
+			names = append(names, v)
+		case []any:
+			for _, x := range v {
+				if s, ok := x.(string); ok {
+					names = append(names, s)
+				}
+			}
+		}
+	}
+	for _, n := range names {
+		ch := strings.ToLower(strings.TrimPrefix(n, "@"))
+		if !scope(ch) {
+			err := gqlerror.Errorf("this key may not subscribe to %s: a widget key reads its own channels only", clip(n))
+			err.Extensions = map[string]any{"code": CodeForbidden}
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {

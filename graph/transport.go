@@ -128,6 +128,7 @@ type runner struct {
 	schema      *ast.Schema
 	refresh     time.Duration // the cache's refresh point; 0: nothing is cacheable
 	swr         string        // stale-while-revalidate, in seconds
+	cacheScope  string        // "public", or "private" (HandlerConfig.PrivateAnswers)
 	now         func() time.Time
 	// values bounds the answers the executor builds at once, weighed in
 	// the values valued estimates they hold (see room); nil: no bound.

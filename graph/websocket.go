@@ -45,9 +45,15 @@ type wsTransport struct {
 	anyOrigin    bool
 	writeTimeout time.Duration
 	allow        func(*http.Request) (bool, time.Duration) // HandlerConfig.AllowSubscribe
+	init         func(*http.Request, map[string]any) error // HandlerConfig.InitWebSocket
+	scope        func(*http.Request) func(string) bool     // HandlerConfig.Scope
 }
 
 var _ graphql.Transport = wsTransport{}
+
+// closeForbidden is graphql-transport-ws's close code for a connection
+// the server refuses at connection_init.
+const closeForbidden = 4403
 
 // Supports takes requests that offer an upgrade to WebSocket. Other
 // upgrade offers (h2c, which curl --http2 sends with every GET) are
@@ -82,7 +88,25 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, initTimeout: t.initTimeout, anyOrigin: t.anyOrigin, origins: t.origins, allow: t.allow}
 	ws := t.ws
 	ws.Implementation = acc
-	ws.Do(w, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64)})
+	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64)}
+	if t.init != nil || t.scope != nil {
+		ws.InitFunc = func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			if t.init != nil {
+				if err := t.init(r, p); err != nil {
+					// gqlgen reads the close code and reason from ctx.
+					ctx = transport.WithWebsocketCloseCode(ctx, closeForbidden)
+					return transport.AppendCloseReason(ctx, "Forbidden: "+clip(err.Error())), nil, err
+				}
+			}
+			if t.scope != nil {
+				// Read before the first subscribe: gqlgen reads those
+				// only after this returns.
+				se.scope = t.scope(r)
+			}
+			return ctx, nil, nil
+		}
+	}
+	ws.Do(w, r.WithContext(ctx), se)
 	// gqlgen leaves the connection open when its read loop fails.
 	acc.close()
 }

@@ -61,6 +61,7 @@ type HTTP struct {
 	limited    *prometheus.CounterVec   // route, limit
 	opRequests *prometheus.CounterVec   // operation, code
 	opDuration *prometheus.HistogramVec // operation
+	consumers  *prometheus.CounterVec   // consumer, code
 	inFlight   atomic.Int64             // read at scrape time by inFlightGauge
 	inFlightG  prometheus.GaugeFunc
 
@@ -97,6 +98,10 @@ func newHTTP() *HTTP {
 			Help:    "Time to answer a GraphQL operation, by operation name.",
 			Buckets: requestBuckets,
 		}, []string{"operation"}),
+		consumers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: name("http", "consumer_requests_total"),
+			Help: "HTTP requests answered with API keys on, by the consumer whose key they carried (API_KEYS_FILE's names) and status code.",
+		}, []string{"consumer", "code"}),
 	}
 	// An integer add per request rather than a float gauge's
 	// compare-and-swap loop, which two cores contend on.
@@ -110,7 +115,13 @@ func newHTTP() *HTTP {
 }
 
 func (h *HTTP) register(reg *prometheus.Registry) {
-	reg.MustRegister(h.requests, h.duration, h.cache, h.limited, h.opRequests, h.opDuration, h.inFlightG)
+	reg.MustRegister(h.requests, h.duration, h.cache, h.limited, h.opRequests, h.opDuration, h.consumers, h.inFlightG)
+}
+
+// Consumer counts a request answered with code that carried consumer's
+// key. Consumers are the keys file's lines, so the label is bounded.
+func (h *HTTP) Consumer(consumer string, code int) {
+	h.consumers.WithLabelValues(consumer, strconv.Itoa(code)).Inc()
 }
 
 // Begin counts a request in flight; End counts it out.

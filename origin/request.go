@@ -17,6 +17,11 @@ type Request struct {
 	Position int      // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
 	After    bool     // more only: after=N instead of before=N
 	Query    string   // search only: the text searched for, validated by the caller
+	// CacheOnly asks the page service to answer from the cache alone
+	// (ANONYMOUS=cached): a page it does not hold fails with
+	// pages.ErrNotCached instead of being fetched. Not part of Key: the
+	// page is the same one.
+	CacheOnly bool
 }
 
 // Path is the request's path and query on t.me.

@@ -42,14 +42,21 @@ type MediaLink struct {
 // page to be re-read, through the cache's lease like any refresh, and gets
 // the old copy only when that fails. A missing post gives ErrPostNotFound,
 // a missing attachment ErrMediaNotFound.
-func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, thumb bool) (MediaLink, error) {
+//
+// cacheOnly reads the page from the cache alone (origin.Request's
+// CacheOnly): without a copy, ErrNotCached; a stale copy is not re-read.
+func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, thumb, cacheOnly bool) (MediaLink, error) {
 	if id < 1 || id > MaxPosition {
 		return MediaLink{}, fmt.Errorf("%w: post id must be from 1 to %d", ErrInvalidPosition, MaxPosition)
 	}
 	if index < 0 {
 		return MediaLink{}, fmt.Errorf("%w: media index must not be negative", ErrBadRequest)
 	}
-	res, err := s.get(cache.Revalidate(ctx), origin.Request{Kind: parser.KindBody, Channel: channel, Position: id})
+	req := origin.Request{Kind: parser.KindBody, Channel: channel, Position: id, CacheOnly: cacheOnly}
+	if !cacheOnly {
+		ctx = cache.Revalidate(ctx)
+	}
+	res, err := s.get(ctx, req)
 	if err != nil {
 		return MediaLink{}, err
 	}

@@ -138,8 +138,10 @@ func (s *Service) Watch(w Watcher) {
 }
 
 // noteNewest tells the Watcher about a read of r if r is a newest page.
+// A read from the cache only is not told: the updater would keep the
+// page fresh for it, fetching on its behalf.
 func (s *Service) noteNewest(r origin.Request) {
-	if r.Kind == parser.KindBody && r.Position == 0 {
+	if r.Kind == parser.KindBody && r.Position == 0 && !r.CacheOnly {
 		if w := s.watcher.Load(); w != nil {
 			(*w).NewestRead(r.Channel)
 		}
@@ -402,6 +404,16 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 // neither hashes nor compresses. rep is nil when the response is not held
 // there (stale, or the store is off).
 func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+	e, rep, err = s.renderedRep(ctx, key, r, render)
+	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
+		// Joined a load started by a request that may not fetch, which
+		// ended at once: this one may, so it loads again on its own.
+		e, rep, err = s.renderedRep(ctx, key, r, render)
+	}
+	return e, rep, err
+}
+
+func (s *Service) renderedRep(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
 	if r.Channel == "" {
 		return cache.Entry{}, nil, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
@@ -485,12 +497,31 @@ func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
 
 // load is get without telling the Watcher of a read.
 func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
+	res, err := s.loadOnce(ctx, r)
+	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
+		// As in RenderedRep: a shared load of a request that may not
+		// fetch ended at once; this one may.
+		res, err = s.loadOnce(ctx, r)
+	}
+	return res, err
+}
+
+// ErrNotCached: a request that may only read the cache (origin.Request's
+// CacheOnly) asked for a page the cache does not hold.
+var ErrNotCached = errors.New("not in the cache")
+
+func (s *Service) loadOnce(ctx context.Context, r origin.Request) (Result, error) {
 	switch r.Kind {
 	case parser.KindBody, parser.KindMore, parser.KindPreview, parser.KindSearch:
 	default:
 		return Result{}, fmt.Errorf("pages: unsupported page kind %q: %w", r.Kind, ErrBadRequest)
 	}
 	e, err := s.cache.Get(ctx, r.Key(), func(ctx context.Context) (cache.Entry, error) {
+		if r.CacheOnly {
+			// Neither a missing page nor the refresh of a stale one is
+			// fetched; a stale copy is served as it is.
+			return cache.Entry{}, fmt.Errorf("%s: %w", r.Shown(), ErrNotCached)
+		}
 		b, err := s.origin.Fetch(ctx, r)
 		if err != nil {
 			noteLoadFailure(ctx, err)

@@ -10,12 +10,14 @@ import (
 // what GraphQL clients (Apollo, urql, Relay, graphql-request, Hive) and
 // front-end tracing add to a fetch. A preflight asking for any other header
 // gets no allow headers, so the browser never sends the request.
-// Authorization is allowed because many clients send it unconditionally;
-// the API ignores it and never allows credentials.
+// Authorization and X-API-Key carry API keys (API_KEYS_FILE; without keys
+// the API ignores them, and many clients send Authorization anyway).
+// Credentials (cookies) are never allowed.
 var corsAllowedHeaders = []string{
 	"Accept",
 	"Content-Type",
 	"Authorization",
+	"X-Api-Key",
 	"X-Request-Id",
 	"X-Requested-With",
 	"If-None-Match",

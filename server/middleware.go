@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/tmefeed/tmefeed/access"
 	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/pages"
 )
@@ -37,6 +38,12 @@ type reqInfo struct {
 	hitValues [6]string
 	idBuf     [32]byte  // the bytes of a request id made here
 	start     time.Time // when logRequests began the request
+
+	// Set by authenticate, with API keys on (Config.Access).
+	client     string       // the key every per-client limit counts by: a consumer's, or an anonymous request's address
+	grant      access.Grant // the key's; Consumer nil for an anonymous request
+	cacheOnly  bool         // anonymous under ANONYMOUS=cached: answers from the cache only
+	pendingKey bool         // a WebSocket upgrade whose key comes in connection_init
 }
 
 // requestContext is the one context New's handler adds to a request: it

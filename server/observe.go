@@ -29,6 +29,7 @@ type RequestLine struct {
 	Duration  time.Duration
 	Cache     string // hit, stale, miss or bypass
 	Operation string // the GraphQL operation name, "" when not GraphQL; "anonymous" for none
+	Consumer  string // with API keys on, the consumer whose key the request carried ("" for none)
 	Err       string // the cause of an error answer
 	Path      string // debug only: the request target, query included
 	Remote    string // debug only: the peer's address
@@ -48,6 +49,9 @@ func (l *RequestLine) Attrs() []slog.Attr {
 	)
 	if l.Operation != "" {
 		a = append(a, slog.String("op", l.Operation))
+	}
+	if l.Consumer != "" {
+		a = append(a, slog.String("consumer", l.Consumer))
 	}
 	if l.Err != "" {
 		a = append(a, slog.String("err", l.Err))
@@ -143,6 +147,9 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 			if info.hasOp {
 				h.metrics.Operation(info.operation).Observe(status, dur)
 			}
+			if c := info.grant.Consumer; c != nil {
+				h.metrics.Consumer(c.Name, status)
+			}
 		}
 
 		level := slog.LevelInfo
@@ -175,6 +182,9 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 			if line.Operation == "" {
 				line.Operation = metrics.OperationAnonymous
 			}
+		}
+		if c := info.grant.Consumer; c != nil {
+			line.Consumer = c.Name
 		}
 		if info.err != nil {
 			line.Err = info.err.Error()

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -24,14 +25,29 @@ const rateWindow = time.Minute
 // open WebSocket connection (AllowMessage), so that one upgrade does not
 // buy unlimited work.
 type RateLimit struct {
-	rpm     int
+	*bucket // RATE_LIMIT_RPM's; nil when it is 0
 	trusted []netip.Prefix
+
+	// The buckets of consumers' own rpm= (API_KEYS_FILE), one per value:
+	// consumers' client keys are apart, so those of one value share one.
+	mu      sync.Mutex
+	buckets map[int]*bucket
+}
+
+// bucket is one limiter: rpm requests a minute for each client key.
+type bucket struct {
+	rpm int
 	// counter is the limiter's own rather than httprate's default so that
 	// its windows are whole minutes of the wall clock (httprate aligns a
 	// default counter's to the limiter's start, which a handler cannot
 	// see) and the counts a refusal is explained by can be read back.
 	counter httprate.LimitCounter
 	limiter *httprate.RateLimiter
+}
+
+func newBucket(rpm int) *bucket {
+	c := httprate.NewLocalLimitCounter(rateWindow)
+	return &bucket{rpm: rpm, counter: c, limiter: httprate.NewRateLimiter(rpm, rateWindow, httprate.WithLimitCounter(c))}
 }
 
 // NewRateLimit limits each client to rpm requests in a sliding minute.
@@ -41,13 +57,38 @@ func NewRateLimit(rpm int, trusted []netip.Prefix) *RateLimit {
 	if rpm <= 0 {
 		return nil
 	}
-	c := httprate.NewLocalLimitCounter(rateWindow)
-	return &RateLimit{
-		rpm:     rpm,
-		trusted: trusted,
-		counter: c,
-		limiter: httprate.NewRateLimiter(rpm, rateWindow, httprate.WithLimitCounter(c)),
+	return &RateLimit{bucket: newBucket(rpm), trusted: trusted}
+}
+
+// NewConsumerRateLimit is NewRateLimit for an instance with API keys,
+// where a consumer's own rpm= limits it even when rpm (RATE_LIMIT_RPM,
+// everyone else's) is 0: never nil.
+func NewConsumerRateLimit(rpm int, trusted []netip.Prefix) *RateLimit {
+	l := &RateLimit{trusted: trusted}
+	if rpm > 0 {
+		l.bucket = newBucket(rpm)
 	}
+	return l
+}
+
+// bucketFor is the bucket the request with record info draws on: its
+// consumer's own when it has an rpm=, else RATE_LIMIT_RPM's (nil: none).
+func (l *RateLimit) bucketFor(info *reqInfo) *bucket {
+	if info == nil || info.grant.Consumer == nil || info.grant.Consumer.RPM == 0 {
+		return l.bucket
+	}
+	rpm := info.grant.Consumer.RPM
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.buckets[rpm]
+	if b == nil {
+		if l.buckets == nil {
+			l.buckets = map[int]*bucket{}
+		}
+		b = newBucket(rpm)
+		l.buckets[rpm] = b
+	}
+	return b
 }
 
 // AllowMessage spends one request of the budget of r's client on a
@@ -55,12 +96,27 @@ func NewRateLimit(rpm int, trusted []netip.Prefix) *RateLimit {
 // budget is spent it refuses, with the wait until the client's next
 // request would be admitted.
 func (l *RateLimit) AllowMessage(r *http.Request) (ok bool, retryAfter time.Duration) {
-	key := rateKey(clientAddr(r, l.trusted))
+	info := requestInfo(r.Context())
+	b := l.bucketFor(info)
+	if b == nil {
+		return true, 0
+	}
+	key := clientKey(r, info, l.trusted)
 	// httprate reports in headers, which here have no response to go to.
-	if l.limiter.OnLimit(discardHeaders{}, r, key) {
-		return false, time.Duration(l.retryAfter(key)) * time.Second
+	if b.limiter.OnLimit(discardHeaders{}, r, key) {
+		return false, time.Duration(b.retryAfter(key)) * time.Second
 	}
 	return true, 0
+}
+
+// clientKey is the client every per-client limit counts r by: the one
+// authenticate settled (a consumer, or the address of an anonymous
+// request) when API keys are on, else the address key.
+func clientKey(r *http.Request, info *reqInfo, trusted []netip.Prefix) string {
+	if info != nil && info.client != "" {
+		return info.client
+	}
+	return rateKey(clientAddr(r, trusted))
 }
 
 // discardHeaders is a ResponseWriter for httprate's headers alone.
@@ -72,7 +128,7 @@ func (discardHeaders) WriteHeader(int)             {}
 
 // retryAfter is the whole seconds until key's next request would be
 // admitted, read from the counts the limiter holds now.
-func (l *RateLimit) retryAfter(key string) int {
+func (l *bucket) retryAfter(key string) int {
 	now := time.Now().UTC()
 	cw := now.Truncate(rateWindow) // as httprate computes it with a counter of its own
 	curr, prev, err := l.counter.Get(key, cw, cw.Add(-rateWindow))
@@ -115,9 +171,15 @@ func admitAfter(limit, prev, curr int, elapsed, window time.Duration) int {
 func (h *handler) newRateLimit(l *RateLimit) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key := rateKey(h.clientAddr(r))
-			if l.limiter.OnLimit(w, r, key) {
-				h.rateLimited(w, r, l.retryAfter(key))
+			info := requestInfo(r.Context())
+			b := l.bucketFor(info)
+			if b == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			key := h.clientKey(r, info)
+			if b.limiter.OnLimit(w, r, key) {
+				h.rateLimited(w, r, b.retryAfter(key))
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -146,14 +208,16 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 	h.fail(w, r, apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: msg, RetryAfter: retry})
 }
 
+// clientKey is the client every per-client limit counts r by (see the
+// function clientKey).
+func (h *handler) clientKey(r *http.Request, info *reqInfo) string {
+	return clientKey(r, info, h.trusted)
+}
+
 // clientAddr is the address requests are limited by: the peer's, unless
 // the peer is a trusted proxy; then the nearest address in X-Forwarded-For
 // that is not a trusted proxy itself (the ones before it could be forged
 // by the client), else X-Real-IP.
-func (h *handler) clientAddr(r *http.Request) netip.Addr {
-	return clientAddr(r, h.trusted)
-}
-
 func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := peerAddr(r.RemoteAddr)
 	if !trustedProxy(trusted, peer) {

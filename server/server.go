@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -48,6 +49,10 @@ type Widget interface {
 	// in frames of other sites, under its security headers. retryAfter is
 	// the seconds until the client may ask again.
 	RateLimited(w http.ResponseWriter, r *http.Request, retryAfter int)
+	// Refused answers a request to the widget that API keys refuse (401
+	// without a valid key, 403 for a widget key of other channels), in
+	// the widget's own shape, saying msg.
+	Refused(w http.ResponseWriter, r *http.Request, status int, msg string)
 }
 
 // Defaults for the zero values of Config.
@@ -98,8 +103,11 @@ type Config struct {
 	// /v1/feed and GraphQL); nil sends every answer uncompressed.
 	Encoder *httpcache.Encoder
 
-	// Metrics, when set, is updated per request and served at /metrics.
-	Metrics *metrics.Registry
+	// Metrics, when set, is updated per request and served at /metrics,
+	// unless MetricsElsewhere: then another listener serves it
+	// (METRICS_ADDR) and /metrics here is an unknown route.
+	Metrics          *metrics.Registry
+	MetricsElsewhere bool
 	// RequestLog, when set, writes the request lines instead of Logger
 	// (which still decides the level): a writer that formats them by hand
 	// costs less than a generic slog handler on every request.
@@ -119,6 +127,13 @@ type Config struct {
 	// is refused with 429. 0 means no bound. Streams are what GraphQL
 	// says they are (its IsStream method; *graph.Handler has one).
 	StreamsPerClient int
+	// Access, when set, asks the routes that read pages and feeds for an
+	// API key (API_KEYS_FILE, see NewAccess) and makes the consumer the
+	// client every per-client limit counts. Answers are then marked
+	// Cache-Control: private, so that no shared cache hands one
+	// consumer's answer to a client without a key. Nil: every route is
+	// open and nothing is added to a request.
+	Access *Access
 }
 
 // handler holds the configuration the routes share.
@@ -147,7 +162,9 @@ type handler struct {
 	requestLog    func(context.Context, RequestLine)
 	ready         []ReadyCheck
 	trusted       []netip.Prefix
-	proxyWarned   atomic.Int64 // Unix ns of the last warning of warnUntrustedProxy
+	cacheScope    string                   // "public", or "private" with API keys on
+	streams       func(*http.Request) bool // Config.GraphQL's IsStream; nil without
+	proxyWarned   atomic.Int64             // Unix ns of the last warning of warnUntrustedProxy
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -170,6 +187,13 @@ func New(cfg Config) http.Handler {
 		requestLog:  cfg.RequestLog,
 		ready:       cfg.Ready,
 		trusted:     cfg.TrustedProxies,
+		cacheScope:  "public",
+	}
+	if cfg.Access != nil {
+		h.cacheScope = "private"
+	}
+	if st, ok := cfg.GraphQL.(streamTeller); ok {
+		h.streams = st.IsStream
 	}
 	if cfg.Metrics != nil {
 		h.metrics = cfg.Metrics.HTTP
@@ -229,13 +253,17 @@ func New(cfg Config) http.Handler {
 	// Probes and scrapes are never rate limited.
 	r.Get("/healthz", h.healthz)
 	r.Get("/readyz", h.readyz)
-	if cfg.Metrics != nil {
+	if cfg.Metrics != nil && !cfg.MetricsElsewhere {
 		r.Get("/metrics", cfg.Metrics.Handler().ServeHTTP)
 	}
 	// The API routes, behind the per-client rate limit when there is one.
 	// A group's middleware runs after routing, so refusals are counted
 	// under their route, and with no limit nothing is added.
 	r.Group(func(r chi.Router) {
+		// The key first: it settles the client the limits count.
+		if cfg.Access != nil {
+			r.Use(h.authenticate(cfg.Access))
+		}
 		if cfg.RateLimit != nil {
 			r.Use(h.newRateLimit(cfg.RateLimit))
 		}
@@ -256,7 +284,7 @@ func New(cfg Config) http.Handler {
 		// OPTIONS is no exception: CORS preflights never reach the router.
 		if cfg.GraphQL != nil {
 			gql := cfg.Encoder.Handler(cfg.GraphQL)
-			if st, ok := cfg.GraphQL.(streamTeller); ok && cfg.StreamsPerClient > 0 {
+			if st, ok := cfg.GraphQL.(streamTeller); ok && (cfg.StreamsPerClient > 0 || cfg.Access != nil) {
 				// At /graphql only: no other route streams, and the /v1
 				// routes' hits must not pay even the check.
 				gql = h.limitStreams(cfg.StreamsPerClient, st.IsStream, gql)
@@ -279,7 +307,13 @@ func New(cfg Config) http.Handler {
 	// their posts. The more specific routes win over /embed/*.
 	if cfg.Widget != nil {
 		r.Get("/embed/assets/*", cfg.Widget.ServeHTTP)
-		r.Get("/embed/new", cfg.Widget.ServeHTTP)
+		if cfg.Access != nil {
+			// The snippet page mints widget keys with the API key its
+			// form is given, which must not reach the log.
+			r.With(moveKey).Get("/embed/new", cfg.Widget.ServeHTTP)
+		} else {
+			r.Get("/embed/new", cfg.Widget.ServeHTTP)
+		}
 	}
 	// The playground's page and assets are static: not limited.
 	if cfg.Playground != nil {
@@ -428,7 +462,10 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) previewEntry(ctx context.Context, ch string) (cache.Entry, error) {
-	req := origin.Request{Kind: parser.KindPreview, Channel: ch}
+	return h.previewFrom(ctx, origin.Request{Kind: parser.KindPreview, Channel: ch})
+}
+
+func (h *handler) previewFrom(ctx context.Context, req origin.Request) (cache.Entry, error) {
 	e, _, err := h.pages.RenderedRep(ctx, renderKey("preview"), req, renderPreview)
 	return e, err
 }
@@ -440,6 +477,7 @@ func renderPreview(res pages.Result) ([]byte, error) {
 // serve answers with the rendered bytes for req, from the cache when held.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
 	info := requestInfo(r.Context())
+	req.CacheOnly = info != nil && info.cacheOnly
 	e, rep, err := h.pages.RenderedRep(r.Context(), renderKey(key), req, render)
 	if err != nil {
 		h.failErr(w, r, err)
@@ -527,7 +565,7 @@ func (h *handler) cacheControlAt(now, refreshAt time.Time, stale bool) string {
 const maxCachedAges = 600
 
 func (h *handler) formatCacheControl(age int) string {
-	return "public, max-age=" + strconv.Itoa(age) + ", stale-while-revalidate=" + h.swr
+	return h.cacheScope + ", max-age=" + strconv.Itoa(age) + ", stale-while-revalidate=" + h.swr
 }
 
 func (h *handler) maxAge(refreshAt time.Time, stale bool) int {
@@ -580,11 +618,23 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	results := pages.EachChannel(r.Context(), h.fanOut, in.Channels, h.concurrency, h.previewEntry)
+	entry := h.previewEntry
+	if cacheOnly(r) {
+		entry = func(ctx context.Context, ch string) (cache.Entry, error) {
+			return h.previewFrom(ctx, origin.Request{Kind: parser.KindPreview, Channel: ch, CacheOnly: true})
+		}
+	}
+	results := pages.EachChannel(r.Context(), h.fanOut, in.Channels, h.concurrency, entry)
 	out := make(map[string]json.RawMessage, len(results))
 	maxAge, cacheable := h.refresh, h.refresh > 0
 	for _, res := range results {
 		key := strings.ToLower(res.Name)
+		if errors.Is(res.Err, pages.ErrNotCached) {
+			cacheable = false
+			b, _ := EncodeJSON(ErrorBody{Error: ErrorInfo{Code: CodeUnauthenticated, Message: notCachedMessage}}, false)
+			out[key] = b
+			continue
+		}
 		if res.Err != nil {
 			f := fault.Classify(res.Err)
 			status, code := restStatus(f.Kind)
@@ -613,7 +663,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	if cacheable {
 		// POST answers are rarely cached downstream, but the header is kept
 		// consistent with the GET routes.
-		hd.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(maxAge/time.Second))+", stale-while-revalidate="+h.swr)
+		hd.Set("Cache-Control", h.cacheScope+", max-age="+strconv.Itoa(int(maxAge/time.Second))+", stale-while-revalidate="+h.swr)
 	} else {
 		hd.Set("Cache-Control", "no-store")
 	}
@@ -628,6 +678,11 @@ func tooLargeError(limit int64) apiError {
 func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	noteError(r.Context(), err)
 	closeIfBodyUnread(w, r)
+	if errors.Is(err, pages.ErrNotCached) {
+		w.Header().Set("WWW-Authenticate", wwwAuthenticate)
+		writeError(w, apiError{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: notCachedMessage})
+		return
+	}
 	writeError(w, classify(err, h.now()))
 }
 

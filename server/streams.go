@@ -35,12 +35,13 @@ func newStreamLimit(perClient int) *streamLimit {
 	return &streamLimit{max: perClient, open: map[string]int{}}
 }
 
-// acquire counts a stream of key in, or returns false when key holds max.
-func (l *streamLimit) acquire(key string) bool {
+// acquire counts a stream of key in, or returns false when key holds
+// limit.
+func (l *streamLimit) acquire(key string, limit int) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := l.open[key]
-	if n >= l.max {
+	if n >= limit {
 		return false
 	}
 	l.open[key] = n + 1
@@ -64,30 +65,43 @@ type streamTeller interface {
 	IsStream(r *http.Request) bool
 }
 
-// limitStreams bounds the streams each client (rateKey of clientAddr, as
-// the rate limit counts it) holds open at /graphql. A stream request over
+// limitStreams bounds the streams each client (clientKey, as the rate
+// limit counts it) holds open at /graphql. A stream request over
 // the bound is refused before the upgrade or the stream begins; a stream
 // is counted until its handler returns, however it ends (the client gone,
 // the server shutting down, a panic). Other requests pass untouched.
 func (h *handler) limitStreams(perClient int, isStream func(*http.Request) bool, next http.Handler) http.Handler {
 	l := newStreamLimit(perClient)
-	msg := "too many open streams from this client: it may hold " + strconv.Itoa(perClient) +
-		" at once (WebSocket connections and event streams together); close one (several subscriptions can share one WebSocket connection), or retry in " +
-		strconv.Itoa(streamRetryAfter) + "s"
+	msg := func(limit int) string {
+		return "too many open streams from this client: it may hold " + strconv.Itoa(limit) +
+			" at once (WebSocket connections and event streams together); close one (several subscriptions can share one WebSocket connection), or retry in " +
+			strconv.Itoa(streamRetryAfter) + "s"
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !isStream(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		key := rateKey(h.clientAddr(r))
-		if !l.acquire(key) {
+		// A consumer's own streams= bound, else STREAMS_PER_CLIENT's;
+		// 0 for both is no bound.
+		info := requestInfo(r.Context())
+		limit := l.max
+		if info != nil && info.grant.Consumer != nil && info.grant.Consumer.Streams > 0 {
+			limit = info.grant.Consumer.Streams
+		}
+		if limit == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		key := h.clientKey(r, info)
+		if !l.acquire(key, limit) {
 			if h.metrics != nil {
 				h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).StreamsLimited()
 			}
 			h.warnUntrustedProxy(r)
 			noteError(r.Context(), errTooManyStreams)
 			w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
-			h.failGraphQL(w, r, http.StatusTooManyRequests, gqlCodeRateLimited, msg)
+			h.failGraphQL(w, r, http.StatusTooManyRequests, gqlCodeRateLimited, msg(limit))
 			return
 		}
 		defer l.release(key)

@@ -11,12 +11,12 @@ func TestStreamLimitForgetsClientsAtZero(t *testing.T) {
 	l := newStreamLimit(2)
 	for i := range 1000 {
 		key := "198.51." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256)
-		first := l.acquire(key)
-		second := l.acquire(key)
+		first := l.acquire(key, l.max)
+		second := l.acquire(key, l.max)
 		if !first || !second {
 			t.Fatalf("%s: refused within its bound", key)
 		}
-		if l.acquire(key) {
+		if l.acquire(key, l.max) {
 			t.Fatalf("%s: a third stream admitted", key)
 		}
 	}

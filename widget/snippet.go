@@ -29,6 +29,10 @@ type snippetData struct {
 	// feed filter's): kept as hidden fields, so a link to this page with
 	// a filter keeps it.
 	Extra []param
+	// Mint: API keys are on; the form asks for one, the server mints the
+	// widget key and writes the preview and the code (the script does
+	// not rewrite them, since it cannot mint).
+	Mint bool
 }
 
 type param struct{ Name, Value string }
@@ -46,6 +50,7 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 		Width: q.Get("width"), Height: q.Get("height"),
 		CSS: h.assets.url("widget.css"), JS: h.assets.url("snippet.js"),
 		Orders: []string{"newest", "ranked"}, Themes: themes, MaxLimit: h.maxLimit,
+		Mint: h.mint != nil,
 	}
 	if d.Width == "" {
 		d.Width = defaultWidth
@@ -77,10 +82,19 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 			if v.theme != defaultTheme {
 				query += "&theme=" + v.theme
 			}
+			if h.mint != nil {
+				key, err := h.mint(r, v.req.Channels)
+				if err != nil {
+					d.Error = "API key: " + err.Error() + " (the widget key is made from yours, and reads only these channels)"
+					status = http.StatusUnauthorized
+					break
+				}
+				query += "&key=" + url.QueryEscape(key)
+			}
 			d.Src = baseURL(r) + "/embed?" + query
 			d.Code = iframeCode(d.Src, "Telegram: @"+strings.Join(v.req.Channels, ", @"), d.Width, d.Height)
 		}
-		if d.Error != "" {
+		if d.Error != "" && status == http.StatusOK {
 			status = http.StatusBadRequest
 		}
 	}

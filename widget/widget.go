@@ -88,6 +88,12 @@ type Config struct {
 	Encoder *httpcache.Encoder
 	// Logger receives render failures; nil discards.
 	Logger *slog.Logger
+	// MintKey, when set (API keys on), makes the snippet page ask for an
+	// API key and mint from it a read-only widget key for the chosen
+	// channels (lower-cased names), which the widget's address carries:
+	// a dashboard's page source then holds a key that reads those
+	// channels only. It reads the API key from r (X-API-Key).
+	MintKey func(r *http.Request, channels []string) (string, error)
 }
 
 // Handler serves /embed, /embed/posts, /embed/new and /embed/assets/.
@@ -95,6 +101,7 @@ type Handler struct {
 	feeds    FeedService
 	poll     time.Duration
 	maxLimit int
+	mint     func(*http.Request, []string) (string, error)
 	sub      string
 	base     string // PublicURL without a trailing slash
 	enc      *httpcache.Encoder
@@ -158,7 +165,7 @@ func New(cfg Config) (*Handler, error) {
 		// The media links' origin; they redirect to ImageHosts.
 		imgSrc = append(imgSrc, u.Scheme+"://"+u.Host)
 	}
-	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger}
+	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, mint: cfg.MintKey, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger}
 	if h.poll <= 0 {
 		h.poll = DefaultPollInterval
 	}
@@ -239,7 +246,18 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	etag := tag(p.Key, renderVersion, h.base, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10), h.sub)
+	// With API keys on, the page's own key (its address's ?key=, which
+	// the server moved to X-API-Key) goes on to the posts it reloads and
+	// the stream it opens, which a frame cannot send headers with. It is
+	// part of the tag, so a page rendered for one key is never another's.
+	src, live := "/embed/posts?"+v.query, h.sub
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		src += "&key=" + url.QueryEscape(k)
+		if live != "" {
+			live += "?key=" + url.QueryEscape(k)
+		}
+	}
+	etag := tag(p.Key, renderVersion, h.base, h.assets.version, v.query, v.theme, strconv.FormatInt(int64(h.poll), 10), live, src)
 	key := "widget-page:" + etag
 	out, err := h.feeds.Rendered(p, key, func() ([]byte, error) {
 		body, err := h.posts(p)
@@ -250,9 +268,9 @@ func (h *Handler) page(w http.ResponseWriter, r *http.Request) {
 			Theme:    v.theme,
 			Title:    "Telegram: @" + strings.Join(v.req.Channels, ", @"),
 			Channels: v.req.Channels,
-			Source:   "/embed/posts?" + v.query,
+			Source:   src,
 			Poll:     h.poll.Milliseconds(),
-			Live:     h.sub,
+			Live:     live,
 			LiveBody: h.liveRequest(v, p),
 			ETag:     h.fragmentTag(p),
 			Posts:    body,
@@ -400,6 +418,19 @@ func (h *Handler) RateLimited(w http.ResponseWriter, r *http.Request, retryAfter
 		d.Refresh = retryAfter + 1 + rand.IntN(max(retryAfter/4, 5))
 	}
 	h.writeError(w, d)
+}
+
+// Refused answers a widget request that API keys refuse: 401 when it
+// has no valid key, 403 when its widget key is for other channels. The
+// page says so without the details an embedding site's visitors cannot
+// act on; msg goes to the page's owner in the same words as the API's.
+func (h *Handler) Refused(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	h.secure(w)
+	intro := "This feed needs a valid key in its address."
+	if status == http.StatusForbidden {
+		intro = "This feed's key does not allow these channels."
+	}
+	h.writeError(w, errorData{Status: status, Message: intro + " " + msg})
 }
 
 func seconds(n int) string {

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tmefeed/tmefeed/cache"
 	tmeorigin "github.com/tmefeed/tmefeed/origin" // parseServeConfig's origin is where a value came from
+	"github.com/tmefeed/tmefeed/server"
 	"github.com/tmefeed/tmefeed/widget"
 )
 
@@ -67,6 +70,9 @@ type serveConfig struct {
 	SubBuffer           int           // SUBSCRIPTION_BUFFER, --subscription-buffer
 	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
 	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
+	APIKeysFile         string        // API_KEYS_FILE, --api-keys-file ("" = no keys: every route open)
+	Anonymous           string        // ANONYMOUS, --anonymous: off, cached or on (with API_KEYS_FILE)
+	MetricsAddr         string        // METRICS_ADDR, --metrics-addr ("" = /metrics on the public port)
 }
 
 // defaultStreamsPerClient is STREAMS_PER_CLIENT's default (README's
@@ -124,6 +130,9 @@ var serveSettings = []setting{
 	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
 	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
 	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
+	{"API_KEYS_FILE", "api-keys-file", "", "file of API keys (one consumer a line: name, sha256:<key hash>, optional rpm= origin_rpm= streams=; `tmefeed keys add NAME` writes one), reloaded on SIGHUP; the routes that read pages and feeds then need a key; empty = every route open"},
+	{"ANONYMOUS", "anonymous", "off", "with API_KEYS_FILE, what requests without a key may do: off (401) | cached (single pages from the cache only, never fetched) | on (everything, counted by address)"},
+	{"METRICS_ADDR", "metrics-addr", "", "address of a listener of its own for /metrics and /debug/pprof, e.g. 127.0.0.1:9090; the public port then answers 404 there; empty = /metrics on the public port"},
 }
 
 // parseServeConfig builds the serve configuration from the environment
@@ -334,6 +343,24 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		// Every open stream pings at this interval: below a second it
 		// floods clients and spins the CPU for nothing.
 		bad("STREAM_KEEPALIVE", errors.New("want at least 1s"))
+	}
+	cfg.APIKeysFile = *vals["API_KEYS_FILE"]
+	if cfg.APIKeysFile != "" {
+		if _, err := os.Stat(cfg.APIKeysFile); err != nil {
+			bad("API_KEYS_FILE", errors.New("cannot read it; create it with `tmefeed keys add NAME | tail -1 >> FILE`"))
+		}
+	}
+	cfg.Anonymous = *vals["ANONYMOUS"]
+	if _, err := server.ParseAnonymous(cfg.Anonymous); err != nil {
+		bad("ANONYMOUS", err)
+	} else if cfg.Anonymous != "off" && cfg.APIKeysFile == "" {
+		bad("ANONYMOUS", errors.New("means something only with API_KEYS_FILE set: without keys every request is anonymous"))
+	}
+	cfg.MetricsAddr = *vals["METRICS_ADDR"]
+	if cfg.MetricsAddr != "" {
+		if _, port, err := net.SplitHostPort(cfg.MetricsAddr); err != nil || port == "" {
+			bad("METRICS_ADDR", errors.New("want host:port, e.g. 127.0.0.1:9090 (or :9090 for every interface)"))
+		}
 	}
 	if len(errs) > 0 {
 		return serveConfig{}, errors.Join(errs...)

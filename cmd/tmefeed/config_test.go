@@ -33,6 +33,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64, StreamsPerClient: 256,
 		MaxConnections: 20_000, ConnsPerClient: 1024,
 		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
+		Anonymous: "off",
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
@@ -124,6 +125,10 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 		// a per-process number.
 		{nil, map[string]string{"STREAMS_PER_CLIENT": "20000"}, []string{"$STREAMS_PER_CLIENT", "more than SUBSCRIPTIONS_MAX (10000)"}},
 		{[]string{"--subscriptions-max", "100", "--streams-per-client", "101"}, nil, []string{"--streams-per-client", "at most 100"}},
+		{nil, map[string]string{"API_KEYS_FILE": "/nonexistent/keys"}, []string{"$API_KEYS_FILE", "keys add"}},
+		{nil, map[string]string{"ANONYMOUS": "cached"}, []string{"$ANONYMOUS", "only with API_KEYS_FILE"}},
+		{[]string{"--anonymous", "sometimes"}, nil, []string{"--anonymous", "off, cached or on"}},
+		{nil, map[string]string{"METRICS_ADDR": "9090"}, []string{"$METRICS_ADDR", "host:port"}},
 	}
 	for _, c := range cases {
 		_, err := parseServeConfig(c.args, env(c.env), io.Discard)

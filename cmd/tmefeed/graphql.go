@@ -27,7 +27,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, acc *server.Access, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -48,6 +48,13 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 	var allowSubscribe func(*http.Request) (bool, time.Duration)
 	if rateLimit != nil {
 		allowSubscribe = rateLimit.AllowMessage
+	}
+	// With API keys on, a WebSocket's key may come in connection_init,
+	// and a widget key's streams reach its channels only.
+	var initWS func(*http.Request, map[string]any) error
+	var scope func(*http.Request) func(string) bool
+	if acc != nil {
+		initWS, scope = acc.InitWebSocket, acc.Scope
 	}
 	h, err := graph.NewHandler(graph.HandlerConfig{
 		Pages:                svc,
@@ -70,6 +77,9 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		InitTimeout:                cfg.WSInitTimeout,
 		KeepAlive:                  cfg.StreamKeepAlive,
 		AllowSubscribe:             allowSubscribe,
+		InitWebSocket:              initWS,
+		Scope:                      scope,
+		PrivateAnswers:             acc != nil,
 	})
 	if err != nil {
 		feeds.Close()

@@ -4,6 +4,7 @@
 //	tmefeed fixtures [flags]           run the fixture origin standalone
 //	tmefeed parse [--kind K] FILE|-    print a saved t.me page as the API's JSON
 //	tmefeed healthcheck [flags]        exit 0 when a running server's /healthz answers 200
+//	tmefeed keys add NAME [limits]     mint an API key: the key, then its line for API_KEYS_FILE
 //	tmefeed bench <what> [flags]       performance figures against a baseline of the same run
 package main
 
@@ -25,6 +26,7 @@ usage:
   tmefeed fixtures [flags]           run the fixture origin (t.me's paths, recorded pages) standalone
   tmefeed parse [--kind K] FILE|-    print a saved t.me page as the API's JSON
   tmefeed healthcheck [flags]        exit 0 when a running server's /healthz answers 200 (Docker HEALTHCHECK)
+  tmefeed keys add NAME [limits]     mint an API key: the key on line 1, its API_KEYS_FILE line on line 2
   tmefeed bench <what> [flags]       performance figures: parse, audit, coalescing, memory
 
 Run "tmefeed <command> -h" for the flags of a command.
@@ -73,6 +75,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	case "healthcheck":
 		return runHealthcheck(ctx, args[1:], getenv, stderr)
+	case "keys":
+		return runKeys(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

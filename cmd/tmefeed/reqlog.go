@@ -73,7 +73,7 @@ func (l *requestLogger) appendLine(b []byte, line *server.RequestLine) []byte {
 		b = append(l.key(b, "dur"), line.Duration.String()...)
 	}
 	b = l.str(b, "cache", line.Cache)
-	for _, kv := range [...]struct{ k, v string }{{"op", line.Operation}, {"err", line.Err}, {"path", line.Path}, {"remote", line.Remote}} {
+	for _, kv := range [...]struct{ k, v string }{{"op", line.Operation}, {"consumer", line.Consumer}, {"err", line.Err}, {"path", line.Path}, {"remote", line.Remote}} {
 		if kv.v != "" {
 			b = l.str(b, kv.k, kv.v)
 		}

@@ -9,12 +9,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"path"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/tmefeed/tmefeed/access"
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
@@ -74,6 +78,38 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 			log.Warn("subscriptions did not end in time", "err", err)
 		}
 	})
+	// Operations off the public port: /metrics and /debug/pprof on a
+	// listener of their own, e.g. on loopback.
+	if cfg.MetricsAddr != "" {
+		ops, err := serveOps(cfg.MetricsAddr, st.metrics, log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer ops.Close()
+	}
+	// SIGHUP reads the keys again: requests and connections go on, the
+	// next request sees the new keys; a file that does not read keeps
+	// the old ones.
+	if st.keys != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-hup:
+					if err := st.keys.Reload(); err != nil {
+						log.Error("API keys not reloaded; the previous ones stay", "err", err)
+						continue
+					}
+					log.Info("API keys reloaded", "file", cfg.APIKeysFile, "consumers", st.keys.Current().Len())
+				}
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lim) }()
 	log.Info("listening", "addr", ln.Addr().String(), "origin", originURL, "cache_mode", cfg.CacheMode, "demo", cfg.Demo)
@@ -228,7 +264,8 @@ type stack struct {
 	feeds     *feed.Service
 	graph     *graph.Stores
 	gql       *graph.Handler
-	live      *live.Hub // live updates: the background updater and subscriptions
+	live      *live.Hub    // live updates: the background updater and subscriptions
+	keys      *access.Keys // API_KEYS_FILE's, reloaded on SIGHUP; nil without
 }
 
 // newStack builds the service over the origin at originURL. requestLog,
@@ -321,13 +358,28 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	if v, ok := pageCache.(*cache.Valkey); ok {
 		apq = v.KV()
 	}
+	// API keys, when a file is given; the one check the HTTP routes and
+	// the WebSocket connections share.
+	if cfg.APIKeysFile != "" {
+		if st.keys, err = access.Open(cfg.APIKeysFile); err != nil {
+			st.Close()
+			return nil, err
+		}
+		log.Info("API keys on", "file", cfg.APIKeysFile, "consumers", st.keys.Current().Len(), "anonymous", cfg.Anonymous)
+	}
+	anonymous, _ := server.ParseAnonymous(cfg.Anonymous) // checked by parseServeConfig
+	acc := server.NewAccess(st.keys, anonymous, trusted)
 	// One budget per client for the HTTP routes and the subscribe
-	// messages of its WebSocket connections.
+	// messages of its WebSocket connections. With keys, consumers' own
+	// rpm= count even when RATE_LIMIT_RPM is 0.
 	rateLimit := server.NewRateLimit(cfg.RateLimitRPM, trusted)
 	// One bound on the channel look-ups of every fan-out (subscriptions
 	// starting, previews), counted in the memory budget.
 	fanOut := pages.NewGate(st.budget.FanOutPages)
-	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, log)
+	if acc != nil {
+		rateLimit = server.NewConsumerRateLimit(cfg.RateLimitRPM, trusted)
+	}
+	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, acc, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -340,7 +392,12 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	if cfg.Updater && cfg.Refresh > 0 {
 		subscribe = "/graphql"
 	}
+	var mint func(*http.Request, []string) (string, error)
+	if acc != nil {
+		mint = acc.MintWidgetKey
+	}
 	embed, err := widget.New(widget.Config{
+		MintKey:        mint,
 		Feed:           gql.feeds,
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),
 		PollInterval:   cfg.EmbedPoll,
@@ -377,6 +434,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		TrustedProxies:   trusted,
 		StreamsPerClient: cfg.StreamsPerClient,
 		Encoder:          enc,
+		Access:           acc,
+		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
 	log.Info("memory", "budget_mb", cfg.MemoryMaxMB, "split", st.budget, "go_memory_limit_mb", debug.SetMemoryLimit(-1)>>20)
 	return st, nil

@@ -3,7 +3,8 @@
 (function () {
   'use strict';
   var form = document.getElementById('tf-form');
-  if (!form) return;
+  // With API keys on the server mints each widget's key: the form is sent.
+  if (!form || form.hasAttribute('data-mint')) return;
   var out = document.getElementById('tf-out'), code = document.getElementById('tf-code');
   var frame = document.getElementById('tf-preview'), err = document.getElementById('tf-error');
   var copied = document.getElementById('tf-copied');
