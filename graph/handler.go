@@ -156,6 +156,11 @@ type HandlerConfig struct {
 	// 1), and the connection stays open. An event stream is one HTTP
 	// request, counted as such, and is not asked again.
 	AllowSubscribe func(r *http.Request) (ok bool, retryAfter time.Duration)
+	// Client names a request's client as the server's per-client limits
+	// do (server.ClientKey); the pages it causes to be fetched are charged
+	// to that client's share of the origin budget (CLIENT_ORIGIN_RPM). A
+	// WebSocket connection is its upgrade request's client. nil: nobody's.
+	Client func(r *http.Request) string
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
@@ -252,6 +257,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		maxValues:   int64(cfg.MaxExecutingValues),
 		valued:      NewExecutableSchema(Config{Complexity: complexity(0, 1)}),
 		operation:   cfg.Operation,
+		client:      cfg.Client,
 	}
 	if fast != nil {
 		fast.room = run.room
@@ -271,6 +277,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			anyOrigin:    slices.Contains(cfg.Origins, "*"),
 			writeTimeout: cfg.StreamWriteTimeout,
 			allow:        cfg.AllowSubscribe,
+			client:       run.clientOf,
 		})
 		srv.AddTransport(sseTransport{
 			sse:          transport.SSE{KeepAlivePingInterval: cfg.KeepAlive},
@@ -278,6 +285,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			streams:      st,
 			gate:         run.gate,
 			writeTimeout: cfg.StreamWriteTimeout,
+			client:       run.clientOf,
 		})
 	}
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})

@@ -29,6 +29,7 @@ type sseTransport struct {
 	streams      *streams
 	gate         *gate
 	writeTimeout time.Duration
+	client       func(*http.Request) string // names the stream's client (runner.clientOf)
 }
 
 var _ graphql.Transport = sseTransport{}
@@ -87,7 +88,7 @@ func positiveWeight(params string) bool {
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	a := &answer{w: w, r: r}
-	tr := &turn{gate: t.gate}
+	tr := &turn{gate: t.gate, client: t.client(r)}
 	defer tr.drop()
 	ctx := context.WithValue(r.Context(), turnKey{}, tr)
 	body, status, err := readBody(w, r, t.maxBody)
@@ -121,7 +122,7 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	defer cancel()
 	sw := &streamWriter{w: w, rc: rc, timeout: t.writeTimeout}
 	defer sw.stop()
-	t.sse.Do(sw, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate})
+	t.sse.Do(sw, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client})
 }
 
 // streamWriter writes an event stream: every write has a deadline, so a

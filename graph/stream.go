@@ -167,6 +167,7 @@ func shuttingDownError() *gqlerror.Error {
 // stream completes. It also notes whether the resolver refused the
 // subscription before it started.
 type streamEnd struct {
+	client  string // the stream's client (clientOf)
 	mu      sync.Mutex
 	err     *gqlerror.Error
 	refused bool
@@ -225,10 +226,11 @@ type streamExec struct {
 	streams *streams
 	gate    *gate
 	conn    *atomic.Int64 // subscriptions open on this connection; nil: one per request
+	client  string        // the stream's client, for the origin budget (clientOf)
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
-	tr := &turn{gate: e.gate}
+	tr := &turn{gate: e.gate, client: e.client}
 	defer tr.drop()
 	rc, errs := e.GraphExecutor.CreateOperationContext(context.WithValue(ctx, turnKey{}, tr), params)
 	if errs != nil {
@@ -250,7 +252,7 @@ func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql
 }
 
 func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
-	end := &streamEnd{}
+	end := &streamEnd{client: e.client}
 	release, gerr := e.streams.admit(e.conn, end)
 	if gerr != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx

@@ -118,8 +118,9 @@ func (r *Resolver) checkChannels(ctx context.Context, channels []string) error {
 		case <-ctx.Done():
 		}
 	}()
+	client := clientOf(ctx)
 	results := pages.EachChannel(ctx, channels, r.concurrency, func(ctx context.Context, ch string) (struct{}, error) {
-		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch})
+		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch, Client: client})
 		return struct{}{}, err
 	})
 	var failed []map[string]any

@@ -42,6 +42,7 @@ type wsTransport struct {
 	anyOrigin    bool
 	writeTimeout time.Duration
 	allow        func(*http.Request) (bool, time.Duration) // HandlerConfig.AllowSubscribe
+	client       func(*http.Request) string                // names the connection's client (runner.clientOf)
 }
 
 var _ graphql.Transport = wsTransport{}
@@ -79,7 +80,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, anyOrigin: t.anyOrigin, origins: t.origins, allow: t.allow}
 	ws := t.ws
 	ws.Implementation = acc
-	ws.Do(w, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64)})
+	ws.Do(w, r.WithContext(ctx), &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64), client: t.client(r)})
 	// gqlgen leaves the connection open when its read loop fails.
 	acc.close()
 }

@@ -17,6 +17,14 @@ type Request struct {
 	Position int      // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
 	After    bool     // more only: after=N instead of before=N
 	Query    string   // search only: the text searched for, validated by the caller
+
+	// Class and Client say who the request is for, for the origin budget
+	// (Config.Budget): its priority, and the client (the key of
+	// RATE_LIMIT_RPM) whose share it is charged to; "" is nobody's. A
+	// load shared by several callers is charged to the one that started
+	// it. Neither is part of the page's identity (Key).
+	Class  Class
+	Client string
 }
 
 // Path is the request's path and query on t.me.

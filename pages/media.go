@@ -35,15 +35,16 @@ type MediaLink struct {
 // copy past its refresh point is not served as is: the read waits for the
 // page to be re-read, through the cache's lease like any refresh, and gets
 // the old copy only when that fails. A missing post gives ErrPostNotFound,
-// a missing attachment ErrMediaNotFound.
-func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, thumb bool) (MediaLink, error) {
+// a missing attachment ErrMediaNotFound. The re-read is charged to
+// client's share of the origin budget, as history (origin.ClassHistory).
+func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, thumb bool, client string) (MediaLink, error) {
 	if id < 1 || id > MaxPosition {
 		return MediaLink{}, fmt.Errorf("%w: post id must be from 1 to %d", ErrInvalidPosition, MaxPosition)
 	}
 	if index < 0 {
 		return MediaLink{}, fmt.Errorf("%w: media index must not be negative", ErrBadRequest)
 	}
-	res, err := s.get(cache.Revalidate(ctx), origin.Request{Kind: parser.KindBody, Channel: channel, Position: id})
+	res, err := s.get(cache.Revalidate(ctx), origin.Request{Kind: parser.KindBody, Channel: channel, Position: id, Class: origin.ClassHistory, Client: client})
 	if err != nil {
 		return MediaLink{}, err
 	}

@@ -37,6 +37,21 @@ type reqInfo struct {
 	hitValues [6]string
 	idBuf     [32]byte  // the bytes of a request id made here
 	start     time.Time // when logRequests began the request
+	// The request and handler that name its client for the origin budget,
+	// set by serve and asked only on a miss (see ClientName).
+	clientOf struct {
+		h *handler
+		r *http.Request
+	}
+}
+
+// ClientName implements pages.ClientNamer: the client of the request
+// serve set, named as every per-client limit names it.
+func (i *reqInfo) ClientName() string {
+	if i.clientOf.h == nil {
+		return ""
+	}
+	return i.clientOf.h.clientName(i.clientOf.r)
 }
 
 // requestContext is the one context New's handler adds to a request: it

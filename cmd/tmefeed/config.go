@@ -39,6 +39,9 @@ type serveConfig struct {
 	LogLevel            slog.Level    // LOG_LEVEL, --log-level
 	LogFormat           string        // LOG_FORMAT, --log-format: json, text or auto
 	RateLimitRPM        int           // RATE_LIMIT_RPM, --rate-limit-rpm (0 = off)
+	OriginRPM           int           // ORIGIN_RPM, --origin-rpm
+	OriginBurst         int           // ORIGIN_BURST, --origin-burst (0 = ORIGIN_RPM/5)
+	ClientOriginRPM     int           // CLIENT_ORIGIN_RPM, --client-origin-rpm (0 = no per-client share)
 	TrustedProxies      string        // TRUSTED_PROXIES, --trusted-proxies (comma-separated; checked by parsePrefixes)
 	Demo                bool          // --demo
 	CORSOrigins         string        // CORS_ORIGINS, --cors-origins (comma-separated)
@@ -64,6 +67,12 @@ type serveConfig struct {
 	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
 	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
 }
+
+// Defaults of the origin budget (README's settings table says why).
+const (
+	defaultOriginRPM       = 600
+	defaultClientOriginRPM = 60
+)
 
 // defaultStreamsPerClient is STREAMS_PER_CLIENT's default (README's
 // settings table says why this number).
@@ -93,7 +102,10 @@ var serveSettings = []setting{
 	{"LOG_LEVEL", "log-level", "info", "debug | info | warn | error"},
 	{"LOG_FORMAT", "log-format", "auto", "json | text | auto (text when stderr is a terminal, else json)"},
 	{"RATE_LIMIT_RPM", "rate-limit-rpm", "0", "requests per minute one client may make to /v1, /graphql, /media and the widget's /embed and /embed/posts (not its assets or /embed/new), each subscribe message on an open WebSocket counting as one, answered 429 with Retry-After beyond; 0 = no limit"},
-	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT); empty = the peer address is the client"},
+	{"ORIGIN_RPM", "origin-rpm", strconv.Itoa(defaultOriginRPM), "requests a minute sent to Telegram from one egress address (this server's own, shared by every process with VALKEY_URL), whatever asks for them; beyond it stale copies are served longer, the updater slows down and a page no tier holds is 503 origin_budget_exhausted with Retry-After"},
+	{"ORIGIN_BURST", "origin-burst", "0", "requests to Telegram that may go at once within ORIGIN_RPM; 0 = ORIGIN_RPM/5"},
+	{"CLIENT_ORIGIN_RPM", "client-origin-rpm", strconv.Itoa(defaultClientOriginRPM), "requests to Telegram one client (as RATE_LIMIT_RPM counts clients) may cause a minute, after a burst of 120 (one cold feed of 100 channels); beyond it a page no tier holds is 429 rate_limited with Retry-After, cached answers are served as ever; 0 = no per-client share"},
+	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT, CLIENT_ORIGIN_RPM); empty = the peer address is the client"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
 	{"GRAPHQL_TIMEOUT", "graphql-timeout", "10s", "deadline of one GraphQL operation, from parsing to the last byte"},
@@ -217,6 +229,17 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	}
 	if cfg.RateLimitRPM, err = strconv.Atoi(*vals["RATE_LIMIT_RPM"]); err != nil || cfg.RateLimitRPM < 0 {
 		bad("RATE_LIMIT_RPM", errors.New("want a whole number of requests per minute, 0 for no limit"))
+	}
+	if cfg.OriginRPM, err = strconv.Atoi(*vals["ORIGIN_RPM"]); err != nil || cfg.OriginRPM < 1 || cfg.OriginRPM > 600_000 {
+		bad("ORIGIN_RPM", errors.New("want a whole number of requests a minute from 1 to 600000: Telegram's answers are never unbounded"))
+	}
+	if cfg.OriginBurst, err = strconv.Atoi(*vals["ORIGIN_BURST"]); err != nil || cfg.OriginBurst < 0 {
+		bad("ORIGIN_BURST", errors.New("want a whole number of requests, 0 for ORIGIN_RPM/5"))
+	} else if cfg.OriginRPM > 0 && cfg.OriginBurst > cfg.OriginRPM {
+		bad("ORIGIN_BURST", fmt.Errorf("more than ORIGIN_RPM (%d): a burst larger than a minute's budget would let a minute exceed it twice over", cfg.OriginRPM))
+	}
+	if cfg.ClientOriginRPM, err = strconv.Atoi(*vals["CLIENT_ORIGIN_RPM"]); err != nil || cfg.ClientOriginRPM < 0 {
+		bad("CLIENT_ORIGIN_RPM", errors.New("want a whole number of requests a minute, 0 for no per-client share"))
 	}
 	cfg.TrustedProxies = *vals["TRUSTED_PROXIES"]
 	if _, err := parsePrefixes(cfg.TrustedProxies); err != nil {

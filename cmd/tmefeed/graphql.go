@@ -27,7 +27,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, client func(*http.Request) string, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -69,6 +69,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *l
 		InitTimeout:                cfg.WSInitTimeout,
 		KeepAlive:                  cfg.StreamKeepAlive,
 		AllowSubscribe:             allowSubscribe,
+		Client:                     client,
 	})
 	if err != nil {
 		feeds.Close()

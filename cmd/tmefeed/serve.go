@@ -242,6 +242,15 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		BreakerCoolDown: cfg.BreakerCoolDown,
 		RetryBudget:     cfg.RetryBudget,
 		Observe:         st.metrics.Origin.Attempt,
+		Budget: &origin.Budget{
+			Limiter:   newLimiter(pageCache),
+			RPM:       cfg.OriginRPM,
+			Burst:     cfg.OriginBurst,
+			ClientRPM: cfg.ClientOriginRPM,
+			Observe: func(egress string, class origin.Class, outcome string, wait time.Duration) {
+				st.metrics.Origin.Budget(egress, class.String(), outcome, wait)
+			},
+		},
 	}
 	if cfg.RetryBudget == 0 {
 		ocfg.MaxRetries = -1 // a budget of nothing: no retries (origin.Config reads 0 as the default)
@@ -294,8 +303,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	}
 	// One budget per client for the HTTP routes and the subscribe
 	// messages of its WebSocket connections.
-	rateLimit := server.NewRateLimit(cfg.RateLimitRPM, trusted)
-	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, rateLimit, log)
+	rateLimit := server.NewRateLimit(server.RateLimitConfig{RPM: cfg.RateLimitRPM, Trusted: trusted})
+	gql, err := newGraphQL(cfg, st.budget, st.pages, st.live, apq, rateLimit, server.ClientKey(trusted), log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -309,6 +318,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		subscribe = "/graphql"
 	}
 	embed, err := widget.New(widget.Config{
+		Client:         server.ClientKey(trusted),
 		Feed:           gql.feeds,
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),
 		PollInterval:   cfg.EmbedPoll,
