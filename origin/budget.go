@@ -76,9 +76,10 @@ type Budget struct {
 	// RPM is the requests one egress address may send a minute; Burst
 	// how many of them may go at once (0 = RPM/5, at least 1).
 	RPM, Burst int
-	// ClientRPM is the origin requests one client may cause a minute (0
-	// = no per-client share); ClientBurst how many at once (0 =
-	// DefaultClientBurst).
+	// ClientRPM is the origin requests one client may ask for a minute,
+	// readers' pages and history alike (0 = no per-client share);
+	// ClientBurst how many at once (0 = DefaultClientBurst). A request the
+	// egress refuses still counts: see spend.
 	ClientRPM, ClientBurst int
 	// Wait is how long a reader's request queues for a token; 0 =
 	// DefaultBudgetWait. Refreshes and the updater do not queue (a copy is
@@ -171,41 +172,40 @@ func newBudget(b Budget, now func() time.Time) (*budget, error) {
 	return bb, nil
 }
 
-// spend takes one token for r from egress's bucket, and from r's client's
-// when r has one, waiting its turn when the budget allows a wait; it
-// returns a *BudgetError when the request may not go.
+// spend takes one token for r from r's client's bucket, when r is a
+// client's, and from egress's, waiting its turn when the budget allows a
+// wait; it returns a *BudgetError when the request may not go.
 func (b *budget) spend(ctx context.Context, r Request, egress string) error {
 	class := min(r.Class, numClasses-1)
-	asks := [2]gcra.Ask{{Key: keys.Budget(egress), Limit: b.egress, Reserve: b.reserve[class], MaxWait: b.wait[class]}}
-	n := 1
-	// The updater's loads are nobody's: the subscribed channels it
-	// refreshes are bounded per client (SUBSCRIBED_CHANNELS_PER_CLIENT).
-	if b.ClientRPM > 0 && r.Client != "" && class != ClassUpdater {
-		asks[1] = gcra.Ask{Key: keys.ClientBudget(r.Client), Limit: b.client}
-		n = 2
-	}
-	d, err := b.Limiter.Take(ctx, 1, asks[:n]...)
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctxError(ctx)
-		}
-		return fmt.Errorf("origin: budget: %w", err)
-	}
 	st := b.state(egress)
+	// The client's share first, and spent whether or not the egress can
+	// take the request: it bounds what a client asks of Telegram, so a
+	// client flooding a spent budget runs out of its own share at once
+	// instead of keeping its place in the queue ahead of everyone else.
+	// Only what a client chose to ask for counts: refreshes of pages
+	// being read and the updater's loads are nobody's.
+	if b.ClientRPM > 0 && r.Client != "" && (class == ClassReader || class == ClassHistory) {
+		d, err := b.take(ctx, gcra.Ask{Key: keys.ClientBudget(r.Client), Limit: b.client})
+		if err != nil {
+			return err
+		}
+		if !d.OK {
+			b.observe(egress, class, "client_refused", d.Wait)
+			return &BudgetError{RetryAfter: b.now().Add(d.Wait), Egress: egress, Class: class, Client: true}
+		}
+	}
+	d, err := b.take(ctx, gcra.Ask{Key: keys.Budget(egress), Limit: b.egress, Reserve: b.reserve[class], MaxWait: b.wait[class]})
+	if err != nil {
+		return err
+	}
 	st.tokens.Store(int64(d.Left[0]))
 	st.decided.Store(b.now().UnixNano())
 	if !d.OK {
-		client := d.Refused == 1
-		outcome := "refused"
-		if client {
-			outcome = "client_refused"
-		} else {
-			st.refused[class].Add(1)
-		}
-		b.observe(egress, class, outcome, d.Wait)
+		st.refused[class].Add(1)
+		b.observe(egress, class, "refused", d.Wait)
 		// Exact: the updater waits just so long; faces round up to the
 		// whole seconds Retry-After says.
-		return &BudgetError{RetryAfter: b.now().Add(d.Wait), Egress: egress, Class: class, Client: client}
+		return &BudgetError{RetryAfter: b.now().Add(d.Wait), Egress: egress, Class: class}
 	}
 	if d.Wait <= 0 {
 		b.observe(egress, class, "admitted", 0)
@@ -220,6 +220,17 @@ func (b *budget) spend(ctx context.Context, r Request, egress string) error {
 	case <-ctx.Done():
 		return ctxError(ctx)
 	}
+}
+
+func (b *budget) take(ctx context.Context, a gcra.Ask) (gcra.Decision, error) {
+	d, err := b.Limiter.Take(ctx, 1, a)
+	if err != nil {
+		if ctx.Err() != nil {
+			return d, ctxError(ctx)
+		}
+		return d, fmt.Errorf("origin: budget: %w", err)
+	}
+	return d, nil
 }
 
 func (b *budget) observe(egress string, class Class, outcome string, wait time.Duration) {

@@ -126,8 +126,9 @@ func TestBudgetReservesForHigherClasses(t *testing.T) {
 
 // Each client has its own share (CLIENT_ORIGIN_RPM): one client past its
 // burst is refused with ErrClientBudget while others, and requests of
-// nobody's (the updater's), still go; a client's refusal costs the egress
-// nothing.
+// nobody's (the updater's, refreshes), still go; a client's refusal costs
+// the egress nothing, and a request the egress refuses still costs the
+// client.
 func TestBudgetClientShare(t *testing.T) {
 	c, o, clk, d := budgetClient(t, Budget{RPM: 600, Burst: 100, ClientRPM: 6, ClientBurst: 4})
 	ctx := context.Background()
@@ -144,13 +145,13 @@ func TestBudgetClientShare(t *testing.T) {
 	if !be.RetryAfter.Equal(clk.Now().Add(10 * time.Second)) {
 		t.Errorf("client refused until %v, want 10s on (a minute/6)", be.RetryAfter.Sub(clk.Now()))
 	}
-	for _, r := range []Request{page("tmefeed_news", ClassReader, "192.0.2.2"), page("tmefeed_news", ClassUpdater, "192.0.2.1"), page("tmefeed_news", ClassReader, "")} {
+	for _, r := range []Request{page("tmefeed_news", ClassReader, "192.0.2.2"), page("tmefeed_news", ClassUpdater, "192.0.2.1"), page("tmefeed_news", ClassRefresh, "192.0.2.1"), page("tmefeed_news", ClassReader, "")} {
 		if _, err := c.Fetch(ctx, r); err != nil {
 			t.Errorf("%+v: %v", r, err)
 		}
 	}
-	if n := o.Requests("/s/tmefeed_news"); n != 7 {
-		t.Errorf("origin saw %d requests, want 7", n)
+	if n := o.Requests("/s/tmefeed_news"); n != 8 {
+		t.Errorf("origin saw %d requests, want 8", n)
 	}
 	if d.count("direct/reader/client_refused") != 1 || c.Budget()[0].Refused["reader"] != 0 {
 		t.Errorf("decisions %v, state %+v", d.got, c.Budget())
@@ -201,5 +202,27 @@ func TestBudgetReaderQueuesBriefly(t *testing.T) {
 	_, err := c.Fetch(ctx, page("tmefeed_news", ClassUpdater, ""))
 	if !errors.Is(err, ErrBudget) {
 		t.Errorf("updater with the bucket empty: %v, want refused at once", err)
+	}
+}
+
+// A client flooding a spent budget spends its own share on the refusals,
+// so once the budget recovers it cannot crowd out other clients.
+func TestBudgetRefusalsCostTheClient(t *testing.T) {
+	c, _, _, _ := budgetClient(t, Budget{RPM: 1, Burst: 2, ClientRPM: 1, ClientBurst: 5})
+	ctx := context.Background()
+	var egress, client int
+	for range 8 {
+		_, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, "192.0.2.1"))
+		switch {
+		case errors.Is(err, ErrClientBudget):
+			client++
+		case errors.Is(err, ErrBudget):
+			egress++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if egress != 3 || client != 3 {
+		t.Errorf("8 requests on an egress of 2: %d refused by the egress, %d by the client's share; want 3 and 3 (the client's 5 spent by 2 sent and 3 refused)", egress, client)
 	}
 }
