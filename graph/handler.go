@@ -139,6 +139,11 @@ type HandlerConfig struct {
 	// one WebSocket connection; MaxSubscriptions those of the process (and
 	// its WebSocket connections).
 	SubscriptionsPerConnection int
+	// SubscribedChannelsPerClient caps the distinct channels one client
+	// (Client) keeps subscribed at once, over all its streams; a
+	// subscription that would go over it is refused with RATE_LIMITED.
+	// 0 means no cap.
+	SubscribedChannelsPerClient int
 	MaxSubscriptions           int
 	// InitTimeout is how long a new WebSocket connection has to send
 	// connection_init; KeepAlive the interval of pings on idle streams
@@ -218,6 +223,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 
 	st := newStreams(cfg.SubscriptionsPerConnection, cfg.MaxSubscriptions)
+	st.channels = newChannelCap(cfg.SubscribedChannelsPerClient)
 	r := &Resolver{
 		live:          cfg.Live,
 		streams:       st,

@@ -38,6 +38,8 @@ type streams struct {
 	active  sync.WaitGroup          // open subscriptions
 	sockets map[*wsConn]struct{}    // open WebSocket connections
 	ended   map[*streamEnd]struct{} // open subscriptions' ends
+
+	channels *channelCap // SUBSCRIBED_CHANNELS_PER_CLIENT
 }
 
 func newStreams(perConn, maxOpen int) *streams {

@@ -62,7 +62,13 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 		unwatch()
 		return nil, err
 	}
+	release, gerr := r.streams.channels.hold(clientOf(ctx), sub.Channels())
+	if gerr != nil {
+		unwatch()
+		return nil, gerr
+	}
 	if err := r.checkChannels(ctx, sub.Channels()); err != nil {
+		release()
 		unwatch()
 		return nil, err
 	}
@@ -70,6 +76,7 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 	go func() {
 		defer close(out)
 		defer unwatch()
+		defer release() // the updater stops refreshing them for this client
 		for {
 			var ev live.Event
 			var ok bool

@@ -20,58 +20,62 @@ import (
 // comes from an environment variable, overridden by the flag of the same
 // meaning.
 type serveConfig struct {
-	Port                int           // PORT, --port
-	Origin              string        // TME_ORIGIN, --origin
-	FallbackOrigin      string        // TME_FALLBACK_ORIGIN, --fallback-origin
-	CacheMode           string        // CACHE_MODE, --cache-mode
-	Refresh             time.Duration // derived from CacheMode
-	MemoryMaxMB         int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
-	MemoryLimitMB       int           // MEMORY_LIMIT_MB, --memory-limit-mb; 0 = derived (see applyMemoryLimit)
-	MemoryMaxTTL        time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
-	ValkeyURL           string        // VALKEY_URL, --valkey-url
-	ValkeyTimeout       time.Duration // VALKEY_TIMEOUT, --valkey-timeout
-	UpstreamTimeout     time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
-	BreakerFailures     int           // UPSTREAM_BREAKER_FAILURES, --upstream-breaker-failures
-	BreakerCoolDown     time.Duration // UPSTREAM_BREAKER_COOLDOWN, --upstream-breaker-cooldown
-	RetryBudget         float64       // UPSTREAM_RETRY_BUDGET, --upstream-retry-budget
-	NegativeTTL         time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
-	ShutdownTimeout     time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
-	LogLevel            slog.Level    // LOG_LEVEL, --log-level
-	LogFormat           string        // LOG_FORMAT, --log-format: json, text or auto
-	RateLimitRPM        int           // RATE_LIMIT_RPM, --rate-limit-rpm (0 = off)
-	OriginRPM           int           // ORIGIN_RPM, --origin-rpm
-	OriginBurst         int           // ORIGIN_BURST, --origin-burst (0 = ORIGIN_RPM/5)
-	ClientOriginRPM     int           // CLIENT_ORIGIN_RPM, --client-origin-rpm (0 = no per-client share)
-	TrustedProxies      string        // TRUSTED_PROXIES, --trusted-proxies (comma-separated; checked by parsePrefixes)
-	Demo                bool          // --demo
-	CORSOrigins         string        // CORS_ORIGINS, --cors-origins (comma-separated)
-	Introspection       bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
-	GraphQLTimeout      time.Duration // GRAPHQL_TIMEOUT, --graphql-timeout
-	GraphQLMaxMB        int           // GRAPHQL_MAX_RESPONSE_MB, --graphql-max-response-mb
-	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
-	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
-	HistoryMaxPages     int           // HISTORY_MAX_PAGES, --history-max-pages
-	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
-	FrameAncestors      string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
-	EmbedPoll           time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
-	PublicURL           string        // PUBLIC_URL, --public-url ("" = the request's Host, Telegram's media URLs)
-	Updater             bool          // UPDATER, --updater (on | off)
-	UpdaterConcurrency  int           // UPDATER_CONCURRENCY, --updater-concurrency
-	UpdaterTop          int           // UPDATER_TOP, --updater-top
-	Compression         bool          // COMPRESSION, --compression
-	CompressionMinBytes int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
-	SubsPerConnection   int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
-	SubsMax             int           // SUBSCRIPTIONS_MAX, --subscriptions-max
-	StreamsPerClient    int           // STREAMS_PER_CLIENT, --streams-per-client (0 = no bound)
-	SubBuffer           int           // SUBSCRIPTION_BUFFER, --subscription-buffer
-	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
-	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
+	Port                 int           // PORT, --port
+	Origin               string        // TME_ORIGIN, --origin
+	FallbackOrigin       string        // TME_FALLBACK_ORIGIN, --fallback-origin
+	CacheMode            string        // CACHE_MODE, --cache-mode
+	Refresh              time.Duration // derived from CacheMode
+	MemoryMaxMB          int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
+	MemoryLimitMB        int           // MEMORY_LIMIT_MB, --memory-limit-mb; 0 = derived (see applyMemoryLimit)
+	MemoryMaxTTL         time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
+	ValkeyURL            string        // VALKEY_URL, --valkey-url
+	ValkeyTimeout        time.Duration // VALKEY_TIMEOUT, --valkey-timeout
+	UpstreamTimeout      time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
+	BreakerFailures      int           // UPSTREAM_BREAKER_FAILURES, --upstream-breaker-failures
+	BreakerCoolDown      time.Duration // UPSTREAM_BREAKER_COOLDOWN, --upstream-breaker-cooldown
+	RetryBudget          float64       // UPSTREAM_RETRY_BUDGET, --upstream-retry-budget
+	NegativeTTL          time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
+	ShutdownTimeout      time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
+	LogLevel             slog.Level    // LOG_LEVEL, --log-level
+	LogFormat            string        // LOG_FORMAT, --log-format: json, text or auto
+	RateLimitRPM         int           // RATE_LIMIT_RPM, --rate-limit-rpm (0 = off)
+	OriginRPM            int           // ORIGIN_RPM, --origin-rpm
+	OriginBurst          int           // ORIGIN_BURST, --origin-burst (0 = ORIGIN_RPM/5)
+	ClientOriginRPM      int           // CLIENT_ORIGIN_RPM, --client-origin-rpm (0 = no per-client share)
+	TrustedProxies       string        // TRUSTED_PROXIES, --trusted-proxies (comma-separated; checked by parsePrefixes)
+	Demo                 bool          // --demo
+	CORSOrigins          string        // CORS_ORIGINS, --cors-origins (comma-separated)
+	Introspection        bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
+	GraphQLTimeout       time.Duration // GRAPHQL_TIMEOUT, --graphql-timeout
+	GraphQLMaxMB         int           // GRAPHQL_MAX_RESPONSE_MB, --graphql-max-response-mb
+	GraphQLMaxExpensive  int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
+	FeedMaxChannels      int           // FEED_MAX_CHANNELS, --feed-max-channels
+	HistoryMaxPages      int           // HISTORY_MAX_PAGES, --history-max-pages
+	CursorKey            string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
+	FrameAncestors       string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
+	EmbedPoll            time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
+	PublicURL            string        // PUBLIC_URL, --public-url ("" = the request's Host, Telegram's media URLs)
+	Updater              bool          // UPDATER, --updater (on | off)
+	UpdaterConcurrency   int           // UPDATER_CONCURRENCY, --updater-concurrency
+	UpdaterTop           int           // UPDATER_TOP, --updater-top
+	Compression          bool          // COMPRESSION, --compression
+	CompressionMinBytes  int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
+	SubsPerConnection    int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
+	SubsMax              int           // SUBSCRIPTIONS_MAX, --subscriptions-max
+	StreamsPerClient     int           // STREAMS_PER_CLIENT, --streams-per-client (0 = no bound)
+	SubChannelsPerClient int           // SUBSCRIBED_CHANNELS_PER_CLIENT, --subscribed-channels-per-client (0 = no cap)
+	SubBuffer            int           // SUBSCRIPTION_BUFFER, --subscription-buffer
+	WSInitTimeout        time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
+	StreamKeepAlive      time.Duration // STREAM_KEEPALIVE, --stream-keepalive
 }
 
 // Defaults of the origin budget (README's settings table says why).
 const (
 	defaultOriginRPM       = 600
 	defaultClientOriginRPM = 60
+	// defaultSubChannels is SUBSCRIBED_CHANNELS_PER_CLIENT's default: a
+	// few dashboards of a full feed (FEED_MAX_CHANNELS) each.
+	defaultSubChannels = 500
 )
 
 // defaultStreamsPerClient is STREAMS_PER_CLIENT's default (README's
@@ -126,6 +130,7 @@ var serveSettings = []setting{
 	{"SUBSCRIPTIONS_PER_CONNECTION", "subscriptions-per-connection", "16", "most GraphQL subscriptions open at once on one WebSocket connection"},
 	{"SUBSCRIPTIONS_MAX", "subscriptions-max", "10000", "most GraphQL subscriptions (and WebSocket connections) open at once in the process"},
 	{"STREAMS_PER_CLIENT", "streams-per-client", strconv.Itoa(defaultStreamsPerClient), "most streams (WebSocket connections and event streams at /graphql together) one client (an IPv4 address or IPv6 /64, see TRUSTED_PROXIES) holds open at once, answered 429 with Retry-After beyond; at most SUBSCRIPTIONS_MAX (the default is lowered to it); 0 = no bound"},
+	{"SUBSCRIBED_CHANNELS_PER_CLIENT", "subscribed-channels-per-client", strconv.Itoa(defaultSubChannels), "most distinct channels one client (as STREAMS_PER_CLIENT counts clients) keeps subscribed at once over all its streams, each refreshed by the updater once a window on the origin budget; a subscription beyond is refused with RATE_LIMITED; 0 = no cap"},
 	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
 	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
 	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
@@ -324,6 +329,9 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		} else {
 			cfg.StreamsPerClient = cfg.SubsMax
 		}
+	}
+	if cfg.SubChannelsPerClient, err = strconv.Atoi(*vals["SUBSCRIBED_CHANNELS_PER_CLIENT"]); err != nil || cfg.SubChannelsPerClient < 0 {
+		bad("SUBSCRIBED_CHANNELS_PER_CLIENT", errors.New("want a whole number of channels, 0 for no cap"))
 	}
 	cfg.WSInitTimeout = duration(*vals["WS_INIT_TIMEOUT"], func(err error) { bad("WS_INIT_TIMEOUT", err) }, false)
 	if cfg.WSInitTimeout > 0 && cfg.WSInitTimeout < time.Second {

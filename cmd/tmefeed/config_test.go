@@ -32,7 +32,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		Compression: true, CompressionMinBytes: 1024,
 		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64, StreamsPerClient: 256,
 		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
-		OriginRPM: 600, ClientOriginRPM: 60,
+		OriginRPM: 600, ClientOriginRPM: 60, SubChannelsPerClient: 500,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

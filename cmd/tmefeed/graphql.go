@@ -62,14 +62,15 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, hub *l
 		Logger:               log,
 		Operation:            server.NoteOperation,
 
-		Live:                       hub,
-		Origins:                    splitList(cfg.CORSOrigins), // the CORS policy
-		SubscriptionsPerConnection: cfg.SubsPerConnection,
-		MaxSubscriptions:           cfg.SubsMax,
-		InitTimeout:                cfg.WSInitTimeout,
-		KeepAlive:                  cfg.StreamKeepAlive,
-		AllowSubscribe:             allowSubscribe,
-		Client:                     client,
+		Live:                        hub,
+		Origins:                     splitList(cfg.CORSOrigins), // the CORS policy
+		SubscriptionsPerConnection:  cfg.SubsPerConnection,
+		MaxSubscriptions:            cfg.SubsMax,
+		InitTimeout:                 cfg.WSInitTimeout,
+		KeepAlive:                   cfg.StreamKeepAlive,
+		AllowSubscribe:              allowSubscribe,
+		Client:                      client,
+		SubscribedChannelsPerClient: cfg.SubChannelsPerClient,
 	})
 	if err != nil {
 		feeds.Close()
