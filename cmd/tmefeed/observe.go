@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/server"
 )
@@ -78,6 +79,12 @@ func (st *stack) registerCollectors(reg *metrics.Registry) error {
 			prometheus.GaugeValue, []string{"egress"}, func(emit func(float64, ...string)) {
 				for _, b := range st.origin.Budget() {
 					emit(float64(b.Tokens), b.Egress)
+				}
+			}),
+		metrics.NewFuncCollector("origin_budget", "local_decisions_total", "Origin budget decisions this process made on its own bucket because Valkey could not answer (VALKEY_URL set): meanwhile the budget is per process.",
+			prometheus.CounterValue, nil, func(emit func(float64, ...string)) {
+				if v, ok := st.limiter.(*gcra.Valkey); ok {
+					emit(float64(v.FellBack()))
 				}
 			}),
 		metrics.NewFuncCollector("origin_budget", "requests_per_minute", "The origin budget of each egress (ORIGIN_RPM).",

@@ -19,6 +19,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/metrics"
@@ -198,7 +199,8 @@ const liveChannel = "tmefeed:live:v1"
 type stack struct {
 	handler   http.Handler
 	budget    memoryBudget
-	pageCache cache.Cache // page bytes and rendered answers
+	pageCache cache.Cache  // page bytes and rendered answers
+	limiter   gcra.Limiter // the origin budget's
 	origin    *origin.Client
 	metrics   *metrics.Registry
 	pages     *pages.Service
@@ -234,6 +236,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		st.Close()
 		return nil, err
 	}
+	st.limiter = newLimiter(pageCache)
 	ocfg := origin.Config{
 		BaseURL:         originURL,
 		FallbackURL:     fallbackURL,
@@ -243,7 +246,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		RetryBudget:     cfg.RetryBudget,
 		Observe:         st.metrics.Origin.Attempt,
 		Budget: &origin.Budget{
-			Limiter:   newLimiter(pageCache),
+			Limiter:   st.limiter,
 			RPM:       cfg.OriginRPM,
 			Burst:     cfg.OriginBurst,
 			ClientRPM: cfg.ClientOriginRPM,

@@ -333,6 +333,11 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		ok = false
 		fmt.Fprintln(out, "  <-- over the budget")
 	}
+	for i, base := range bases {
+		if n := scrape(ctx, client, base, "tmefeed_origin_budget_local_decisions_total"); n != "" && n != "0" {
+			fmt.Fprintf(out, "  process %d decided %s requests on its own bucket: Valkey did not answer in time (VALKEY_TIMEOUT)\n", i, n)
+		}
+	}
 	fmt.Fprintf(out, "warm reader: %d reads during the flood, %d errors; p99 %v before, %v during (ratio %.2f)\n", len(during), len(readerErrs), p99b, p99d, float64(p99d)/float64(p99b))
 	if len(readerErrs) > 0 {
 		ok = false
@@ -350,6 +355,23 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		fmt.Fprintln(out, "FAIL")
 	}
 	return ok, nil
+}
+
+// scrape reads one unlabelled series from base's /metrics ("" if absent).
+func scrape(ctx context.Context, c *http.Client, base, name string) string {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // budgetBound is the most origin requests a budget of rpm with burst
