@@ -144,7 +144,7 @@ type HandlerConfig struct {
 	// subscription that would go over it is refused with RATE_LIMITED.
 	// 0 means no cap.
 	SubscribedChannelsPerClient int
-	MaxSubscriptions           int
+	MaxSubscriptions            int
 	// InitTimeout is how long a new WebSocket connection has to send
 	// connection_init; KeepAlive the interval of pings on idle streams
 	// (a WebSocket client that answers none within two is dropped).
