@@ -181,10 +181,11 @@ func (u *updater) cycle(ctx context.Context) {
 			due = append(due, ch)
 		}
 	}
-	// The most read first (top is by score; subscribed channels nobody
-	// reads come after), then the nearest to going stale: when the origin
-	// budget is short, the cycle stops at its first refusal, so the least
-	// read channels go stale first and the most read stay fresh.
+	// While the origin budget is short (it refused a load within the last
+	// window), the most read first (top is by score; subscribed channels
+	// nobody reads come after), then the nearest to going stale: the cycle
+	// stops at its first refusal, so the least read channels go stale
+	// first and the most read stay fresh.
 	rank := make(map[string]int, len(top))
 	for i, ch := range top {
 		rank[ch] = i
@@ -195,14 +196,20 @@ func (u *updater) cycle(ctx context.Context) {
 		}
 		return len(top)
 	}
+	// With the budget to spare, the nearest to going stale first, so that
+	// a short cycle serves them.
+	scarce := start.UnixNano() < u.shortNs.Load()
 	slices.SortStableFunc(due, func(a, b string) int {
-		return cmp.Or(cmp.Compare(rankOf(a), rankOf(b)), u.due[a].Compare(u.due[b]))
+		if scarce {
+			return cmp.Or(cmp.Compare(rankOf(a), rankOf(b)), u.due[a].Compare(u.due[b]))
+		}
+		return u.due[a].Compare(u.due[b])
 	})
 	var short atomic.Bool // the origin budget refused a load: start no more
 	// While the budget is short, few loads run at once, so that they
 	// reach it in rank order: concurrent ones would race for its tokens.
 	concurrency := u.cfg.Concurrency
-	if start.UnixNano() < u.shortNs.Load() {
+	if scarce {
 		concurrency = min(concurrency, scarceConcurrency)
 	}
 
