@@ -55,3 +55,22 @@ func (kv *ValkeyKV) Set(ctx context.Context, key string, value []byte, ttl time.
 	}
 	return nil
 }
+
+// Ints runs script over keys and args and returns its array of integers,
+// for state several processes change together (the origin budget's
+// buckets). The keys must share a Cluster slot.
+func (kv *ValkeyKV) Ints(ctx context.Context, script *valkey.Lua, keys, args []string) ([]int64, error) {
+	if kv.v.closed.Load() {
+		return nil, ErrClosed
+	}
+	var out []int64
+	err := kv.v.do(ctx, func(ctx context.Context, c valkey.Client) error {
+		var err error
+		out, err = script.Exec(ctx, c, keys, args).AsIntSlice()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: kv script over %q: %w", keys, err)
+	}
+	return out, nil
+}

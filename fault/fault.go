@@ -53,6 +53,12 @@ const (
 	Timeout
 	// Canceled: the client went away.
 	Canceled
+	// OverBudget: the page would need a request to Telegram and the
+	// origin budget (ORIGIN_RPM) has none to spare now.
+	OverBudget
+	// ClientOverBudget: the page would need a request to Telegram and
+	// this client has spent its share of the budget (CLIENT_ORIGIN_RPM).
+	ClientOverBudget
 
 	numKinds = iota
 )
@@ -94,6 +100,10 @@ func (k Kind) String() string {
 		return "timeout"
 	case Canceled:
 		return "canceled"
+	case OverBudget:
+		return "over_budget"
+	case ClientOverBudget:
+		return "client_over_budget"
 	}
 	return "kind" + strconv.Itoa(int(k))
 }
@@ -125,6 +135,8 @@ const (
 	msgBusy         = "the server is busy with other pages and feeds and no cached copy is held; retry in a moment"
 	msgCanceled     = "request canceled"
 	msgUpstream     = "Telegram answered with an error or an unreadable page"
+	msgOverBudget   = "the server is asking Telegram for as many pages as it may, and no cached copy is held; retry later"
+	msgClientBudget = "this client has caused as many requests to Telegram as it may for now, and no cached copy is held; retry later"
 )
 
 // Classify maps an error of the use cases to its Fault. A nil error is
@@ -150,6 +162,10 @@ func Classify(err error) Fault {
 		return Fault{Kind: MediaNotFound, Message: err.Error()}
 	case errors.Is(err, origin.ErrNotFound):
 		return Fault{Kind: NotFound, Message: msgNotFound}
+	case errors.Is(err, origin.ErrClientBudget):
+		return Fault{Kind: ClientOverBudget, Message: msgClientBudget, RetryAfter: ra}
+	case errors.Is(err, origin.ErrBudget):
+		return Fault{Kind: OverBudget, Message: msgOverBudget, RetryAfter: ra}
 	case errors.Is(err, origin.ErrRateLimited):
 		return Fault{Kind: RateLimited, Message: msgRateLimited, RetryAfter: ra}
 	case errors.Is(err, origin.ErrBusy), errors.Is(err, feed.ErrBusy):
@@ -195,10 +211,11 @@ func upstreamMessage(err error) string {
 
 // RetryAfterSeconds is how many whole seconds from now a client should
 // wait, rounded up and at least 1, and whether to say so at all: when the
-// time is known, and for every RateLimited (a 429 always says when).
+// time is known, and for every RateLimited, OverBudget and
+// ClientOverBudget (a refusal to spare Telegram always says when).
 func (f Fault) RetryAfterSeconds(now time.Time) (int, bool) {
 	if f.RetryAfter.IsZero() {
-		return 1, f.Kind == RateLimited
+		return 1, f.Kind == RateLimited || f.Kind == OverBudget || f.Kind == ClientOverBudget
 	}
 	d := f.RetryAfter.Sub(now)
 	if d <= 0 {

@@ -47,8 +47,9 @@ var ErrBusy = errors.New("feed: too many feeds waiting to be built")
 type PageSource interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
 	// History returns a channel's newest page and the older pages back to
-	// since, at most HistoryMaxPages in all (see pages.Service.History).
-	History(ctx context.Context, channel string, since time.Time) ([]pages.Result, error)
+	// since, at most HistoryMaxPages in all, charged to client's share
+	// of the origin budget (see pages.Service.History).
+	History(ctx context.Context, channel string, since time.Time, client string) ([]pages.Result, error)
 	HistoryMaxPages() int
 }
 
@@ -170,6 +171,13 @@ type Request struct {
 	Before   string
 	Order    Order // "" means Ranked
 	Filter   Filter
+	// Client is whose share of the origin budget the build's fetches are
+	// charged to (origin.Request.Client). Identical queries share one
+	// build, charged to the client that started it; not part of the query.
+	Client string
+	// Who, when Client is "", names the client once a build is needed,
+	// so that a kept build's answer does not pay for naming it.
+	Who pages.ClientNamer
 }
 
 // Item is one post of a feed. Items are shared between callers and must
@@ -443,6 +451,8 @@ type query struct {
 	binding  uint64   // the same, for cursors: a hash of key without the invalid names
 	channels []string // valid, distinct, sorted
 	invalid  []Failure
+	client   string            // Request.Client, not part of key
+	who      pages.ClientNamer // Request.Who
 	order    Order
 	filter   filter
 }
@@ -480,6 +490,7 @@ func (s *Service) normalize(req Request) (query, error) {
 		return q, err
 	}
 	q.filter = f
+	q.client, q.who = req.Client, req.Who
 	seen := make(map[string]bool, len(req.Channels))
 	for _, raw := range req.Channels {
 		name, err := pages.NormalizeUsername(raw)
@@ -589,18 +600,21 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	}
 	defer s.building.Release(w)
 	now := s.cfg.Now()
+	if q.client == "" && q.who != nil {
+		q.client = q.who.ClientName()
+	}
 	out := make([]fetched, len(q.channels))
 	var g errgroup.Group
 	g.SetLimit(s.cfg.Concurrency)
 	for i, name := range q.channels {
 		g.Go(func() error {
 			if q.filter.Since.IsZero() {
-				res, err := s.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name})
+				res, err := s.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Client: q.client})
 				out[i] = fetched{res: res, err: err}
 				return nil
 			}
 			// Posts since a date may lie past the newest page.
-			all, err := s.cfg.Pages.History(ctx, name, q.filter.Since)
+			all, err := s.cfg.Pages.History(ctx, name, q.filter.Since, q.client)
 			if err == nil && len(all) == 0 {
 				err = fmt.Errorf("%s: %w", name, parser.ErrNotPage)
 			}

@@ -50,7 +50,7 @@ func (f *fakePages) set(name string, subs int64, posts ...parser.Post) {
 }
 
 // History serves the one page a fake channel has.
-func (f *fakePages) History(ctx context.Context, channel string, _ time.Time) ([]pages.Result, error) {
+func (f *fakePages) History(ctx context.Context, channel string, _ time.Time, _ string) ([]pages.Result, error) {
 	res, err := f.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
 	if err != nil {
 		return nil, err

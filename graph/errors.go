@@ -51,7 +51,7 @@ func graphCode(k fault.Kind) string {
 		return CodeBadUserInput
 	case fault.NotFound, fault.NotAChannel, fault.PostNotFound, fault.MediaNotFound:
 		return CodeNotFound
-	case fault.RateLimited:
+	case fault.RateLimited, fault.OverBudget, fault.ClientOverBudget:
 		return CodeRateLimited
 	case fault.Upstream, fault.Unavailable, fault.Timeout, fault.Canceled:
 		return CodeUpstreamUnavailable

@@ -129,6 +129,7 @@ func feedArgs(ctx context.Context, rc *graphql.OperationContext, fld graphql.Col
 		return 0
 	}
 	NewExecutableSchema(Config{Complexity: c}).Complexity(ctx, "Query", "feed", 0, fld.ArgumentMap(rc.Variables))
+	req.Client = clientOf(ctx)
 	return req, err
 }
 

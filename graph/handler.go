@@ -144,7 +144,12 @@ type HandlerConfig struct {
 	// one WebSocket connection; MaxSubscriptions those of the process (and
 	// its WebSocket connections).
 	SubscriptionsPerConnection int
-	MaxSubscriptions           int
+	// SubscribedChannelsPerClient caps the distinct channels one client
+	// (Client) keeps subscribed at once, over all its streams; a
+	// subscription that would go over it is refused with RATE_LIMITED.
+	// 0 means no cap.
+	SubscribedChannelsPerClient int
+	MaxSubscriptions            int
 	// InitTimeout is how long a new WebSocket connection has to send
 	// connection_init; KeepAlive the interval of pings on idle streams
 	// (a WebSocket client that answers none within two is dropped).
@@ -176,6 +181,11 @@ type HandlerConfig struct {
 	// (API keys on): a shared cache must not hand one consumer's answer
 	// to a client without a key.
 	PrivateAnswers bool
+	// Client names a request's client as the server's per-client limits
+	// do (server.ClientKey); the pages it causes to be fetched are charged
+	// to that client's share of the origin budget (CLIENT_ORIGIN_RPM). A
+	// WebSocket connection is its upgrade request's client. nil: nobody's.
+	Client func(r *http.Request) string
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
@@ -233,6 +243,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	}
 
 	st := newStreams(cfg.SubscriptionsPerConnection, cfg.MaxSubscriptions)
+	st.channels = newChannelCap(cfg.SubscribedChannelsPerClient)
 	r := &Resolver{
 		live:          cfg.Live,
 		streams:       st,
@@ -278,6 +289,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		maxValues:   int64(cfg.MaxExecutingValues),
 		valued:      NewExecutableSchema(Config{Complexity: complexity(0, 1)}),
 		operation:   cfg.Operation,
+		client:      cfg.Client,
 	}
 	if cfg.PrivateAnswers {
 		run.cacheScope = "private"
@@ -302,6 +314,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			allow:        cfg.AllowSubscribe,
 			init:         cfg.InitWebSocket,
 			scope:        cfg.Scope,
+			client:       run.clientOf,
 		})
 		srv.AddTransport(sseTransport{
 			sse:          transport.SSE{KeepAlivePingInterval: cfg.KeepAlive},
@@ -310,6 +323,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			gate:         run.gate,
 			writeTimeout: cfg.StreamWriteTimeout,
 			scope:        cfg.Scope,
+			client:       run.clientOf,
 		})
 	}
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})

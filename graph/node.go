@@ -22,7 +22,7 @@ const MaxNodes = 100
 
 // findChannel reads the header and newest page of channel name.
 func (r *Resolver) findChannel(ctx context.Context, name string) (*model.Channel, error) {
-	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name})
+	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Client: clientOf(ctx)})
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func (r *Resolver) findChannel(ctx context.Context, name string) (*model.Channel
 
 // findPost reads message id of channel name from the page around it.
 func (r *Resolver) findPost(ctx context.Context, name string, id int) (*model.Post, error) {
-	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Position: id})
+	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Position: id, Client: clientOf(ctx)})
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,7 @@ type postsArgs struct {
 // keeps only its bound on first (the query's cost) and its cursors, which
 // are post ids as text.
 func (r *Resolver) channelPosts(ctx context.Context, ch *model.Channel, a postsArgs) (*model.PostConnection, error) {
-	w := pages.Window{First: postsPerPage, Around: a.around, Newest: ch.NewestPage()}
+	w := pages.Window{First: postsPerPage, Around: a.around, Newest: ch.NewestPage(), Client: clientOf(ctx)}
 	if a.first != nil {
 		w.First = *a.first
 	}
@@ -62,7 +62,7 @@ func (r *Resolver) channelSearch(ctx context.Context, ch *model.Channel, query s
 	if n < 0 || n > postsPerPage {
 		return nil, inputError("first must be from 0 to %d: a search reads one page of results", postsPerPage)
 	}
-	found, err := r.pages.Search(ctx, ch.Username(), query, n)
+	found, err := r.pages.Search(ctx, ch.Username(), query, n, clientOf(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -17,12 +17,12 @@ import (
 // PageService reads t.me pages through the cache; *pages.Service is one.
 type PageService interface {
 	Page(ctx context.Context, r origin.Request) (pages.Result, error)
-	Preview(ctx context.Context, username string) (*parser.Preview, error)
+	Preview(ctx context.Context, username, client string) (*parser.Preview, error)
 	Posts(ctx context.Context, channel string, w pages.Window) (pages.Posts, error)
 	// HistoryMaxPages is the most pages a walk reads per channel; it
 	// prices feeds with since.
 	HistoryMaxPages() int
-	Search(ctx context.Context, channel, query string, first int) (pages.Found, error)
+	Search(ctx context.Context, channel, query string, first int, client string) (pages.Found, error)
 }
 
 // Resolver holds what the resolvers call into. Resolvers stay thin: they

@@ -11,6 +11,7 @@ import (
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/parser"
 )
 
 // Posts is the resolver for the posts field.
@@ -63,7 +64,10 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 	if len(usernames) > r.maxPreviews {
 		return nil, inputError("%d names given, at most %d allowed", len(usernames), r.maxPreviews)
 	}
-	results := pages.EachChannel(ctx, r.fanOut, usernames, r.concurrency, r.pages.Preview)
+	client := clientOf(ctx)
+	results := pages.EachChannel(ctx, r.fanOut, usernames, r.concurrency, func(ctx context.Context, name string) (*parser.Preview, error) {
+		return r.pages.Preview(ctx, name, client)
+	})
 	out := make([]*model.PreviewResult, len(results))
 	for i, res := range results {
 		out[i] = &model.PreviewResult{Username: res.Name}
@@ -86,6 +90,7 @@ func (r *queryResolver) Feed(ctx context.Context, channels []string, first *int,
 	if err != nil {
 		return nil, err
 	}
+	req.Client = clientOf(ctx)
 	p, err := r.feedPage(ctx, req)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ type sseTransport struct {
 	gate         *gate
 	writeTimeout time.Duration
 	scope        func(*http.Request) func(string) bool // HandlerConfig.Scope
+	client       func(*http.Request) string // names the stream's client (runner.clientOf)
 }
 
 var _ graphql.Transport = sseTransport{}
@@ -88,7 +89,7 @@ func positiveWeight(params string) bool {
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	a := &answer{w: w, r: r}
-	tr := &turn{gate: t.gate}
+	tr := &turn{gate: t.gate, client: t.client(r)}
 	defer tr.drop()
 	ctx := context.WithValue(r.Context(), turnKey{}, tr)
 	body, status, err := readBody(w, r, t.maxBody)
@@ -122,7 +123,7 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	defer cancel()
 	sw := &streamWriter{w: w, rc: rc, timeout: t.writeTimeout}
 	defer sw.stop()
-	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate}
+	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client}
 	if t.scope != nil {
 		se.scope = t.scope(r)
 	}

@@ -38,6 +38,8 @@ type streams struct {
 	active  sync.WaitGroup          // open subscriptions
 	sockets map[*wsConn]struct{}    // open WebSocket connections
 	ended   map[*streamEnd]struct{} // open subscriptions' ends
+
+	channels *channelCap // SUBSCRIBED_CHANNELS_PER_CLIENT
 }
 
 func newStreams(perConn, maxOpen int) *streams {
@@ -167,6 +169,7 @@ func shuttingDownError() *gqlerror.Error {
 // stream completes. It also notes whether the resolver refused the
 // subscription before it started.
 type streamEnd struct {
+	client  string // the stream's client (clientOf)
 	mu      sync.Mutex
 	err     *gqlerror.Error
 	refused bool
@@ -228,10 +231,11 @@ type streamExec struct {
 	// scope, when set, is the channels subscriptions may name
 	// (HandlerConfig.Scope).
 	scope func(channel string) bool
+	client  string        // the stream's client, for the origin budget (clientOf)
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
-	tr := &turn{gate: e.gate}
+	tr := &turn{gate: e.gate, client: e.client}
 	defer tr.drop()
 	rc, errs := e.GraphExecutor.CreateOperationContext(context.WithValue(ctx, turnKey{}, tr), params)
 	if errs != nil {
@@ -285,7 +289,7 @@ func outOfScope(rc *graphql.OperationContext, f graphql.CollectedField, scope fu
 }
 
 func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
-	end := &streamEnd{}
+	end := &streamEnd{client: e.client}
 	release, gerr := e.streams.admit(e.conn, end)
 	if gerr != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx

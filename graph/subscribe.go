@@ -63,7 +63,13 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 		unwatch()
 		return nil, err
 	}
+	release, gerr := r.streams.channels.hold(clientOf(ctx), sub.Channels())
+	if gerr != nil {
+		unwatch()
+		return nil, gerr
+	}
 	if err := r.checkChannels(ctx, sub.Channels()); err != nil {
+		release()
 		unwatch()
 		return nil, err
 	}
@@ -71,6 +77,7 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 	go func() {
 		defer close(out)
 		defer unwatch()
+		defer release() // the updater stops refreshing them for this client
 		for {
 			var ev live.Event
 			var ok bool
@@ -128,7 +135,10 @@ func (r *Resolver) checkChannels(ctx context.Context, channels []string) error {
 			todo = append(todo, ch)
 		}
 	}
-	results := pages.EachChannel(ctx, r.fanOut, todo, r.concurrency, r.lookUp)
+	client := clientOf(ctx)
+	results := pages.EachChannel(ctx, r.fanOut, todo, r.concurrency, func(ctx context.Context, ch string) (struct{}, error) {
+		return r.lookUp(ctx, ch, client)
+	})
 	var failed []map[string]any
 	var msgs []string
 	code := ""
@@ -167,7 +177,9 @@ const (
 
 // lookUp reads a channel's newest page once for every subscription
 // looking it up at the same time, and remembers it was found.
-func (r *Resolver) lookUp(ctx context.Context, ch string) (struct{}, error) {
+// The look-up is charged to client's share of the origin budget (the
+// client whose subscription started it, when several share it).
+func (r *Resolver) lookUp(ctx context.Context, ch, client string) (struct{}, error) {
 	if r.found(ch) {
 		return struct{}{}, nil
 	}
@@ -175,7 +187,7 @@ func (r *Resolver) lookUp(ctx context.Context, ch string) (struct{}, error) {
 		// Detached from the caller (others wait on it): bounded here.
 		ctx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
-		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch})
+		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch, Client: client})
 		if err == nil {
 			r.checked.Add(ch, r.now().Add(checkedFor))
 		}

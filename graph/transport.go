@@ -60,7 +60,7 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		// freshness of the pages they read.
 		ctx, a.fresh = pages.WithFreshness(ctx)
 	}
-	tr := &turn{gate: t.run.gate}
+	tr := &turn{gate: t.run.gate, client: t.run.clientOf(r)}
 	defer tr.drop()
 	ctx = context.WithValue(ctx, turnKey{}, tr)
 
@@ -137,6 +137,15 @@ type runner struct {
 	valued    graphql.ExecutableSchema
 	waiting   atomic.Int64                           // operations waiting for room
 	operation func(ctx context.Context, name string) // HandlerConfig.Operation
+	client    func(*http.Request) string             // HandlerConfig.Client; nil: nobody's
+}
+
+// clientOf names r's client (HandlerConfig.Client).
+func (run *runner) clientOf(r *http.Request) string {
+	if run.client == nil {
+		return ""
+	}
+	return run.client(r)
 }
 
 // maxRoomWaiting bounds the operations waiting for room, as
@@ -266,6 +275,7 @@ type turnKey struct{}
 // request never waits for itself.
 type turn struct {
 	gate    *gate
+	client  string // the request's client, for the origin budget (clientOf)
 	release func() // nil when not held
 	// onDrop runs when the request is done with the gate: its document
 	// has been parsed and validated, or refused.
@@ -288,6 +298,19 @@ func (t *turn) drop() {
 		f()
 	}
 	t.onDrop = nil
+}
+
+// clientOf is the client of the request or stream ctx belongs to
+// (HandlerConfig.Client), whose share of the origin budget the pages its
+// resolvers read are charged to; "" outside one.
+func clientOf(ctx context.Context) string {
+	if t, ok := ctx.Value(turnKey{}).(*turn); ok {
+		return t.client
+	}
+	if e, ok := ctx.Value(streamEndKey{}).(*streamEnd); ok {
+		return e.client
+	}
+	return ""
 }
 
 // takeTurn takes the turn of the request ctx belongs to; outside a

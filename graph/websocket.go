@@ -47,6 +47,7 @@ type wsTransport struct {
 	allow        func(*http.Request) (bool, time.Duration) // HandlerConfig.AllowSubscribe
 	init         func(*http.Request, map[string]any) error // HandlerConfig.InitWebSocket
 	scope        func(*http.Request) func(string) bool     // HandlerConfig.Scope
+	client       func(*http.Request) string                // names the connection's client (runner.clientOf)
 }
 
 var _ graphql.Transport = wsTransport{}
@@ -88,7 +89,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, initTimeout: t.initTimeout, anyOrigin: t.anyOrigin, origins: t.origins, allow: t.allow}
 	ws := t.ws
 	ws.Implementation = acc
-	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64)}
+	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64), client: t.client(r)}
 	if t.init != nil || t.scope != nil {
 		ws.InitFunc = func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			if t.init != nil {

@@ -59,6 +59,8 @@ type processOptions struct {
 	// breaker; 0: its defaults.
 	breakerFailures int
 	breakerCoolDown time.Duration
+	// budget, when set, is the origin client's budget (ORIGIN_RPM).
+	budget *origin.Budget
 }
 
 func (w *world) process(t testing.TB, po processOptions) *process {
@@ -70,6 +72,7 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 	oc, err := origin.New(origin.Config{
 		BaseURL: w.url, MaxRetries: -1, MaxConnsPerHost: 64, RequestTimeout: 5 * time.Second,
 		BreakerFailures: po.breakerFailures, BreakerCoolDown: po.breakerCoolDown,
+		Budget: po.budget,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,10 @@ type UpdaterStats struct {
 	Bytes int64
 }
 
+// scarceConcurrency bounds the loads at once while the origin budget is
+// short (see cycle).
+const scarceConcurrency = 2
+
 // updater refreshes the popular and watched channels' newest pages.
 type updater struct {
 	hub      *Hub
@@ -82,6 +86,7 @@ type updater struct {
 	due      map[string]time.Time // channel → refresh point of its copy, as last seen; the run goroutine's own
 	backoff  map[string]backoff   // channel → its failed loads; the run goroutine's own
 	pausedNs atomic.Int64         // unix nanos: no loads before
+	shortNs  atomic.Int64         // unix nanos: the origin budget refused a load within a window before this
 
 	cycles, refreshes, errors, gone atomic.Uint64
 	lastCycle, lag                  atomic.Int64
@@ -176,8 +181,37 @@ func (u *updater) cycle(ctx context.Context) {
 			due = append(due, ch)
 		}
 	}
-	// The nearest to going stale first, so that a short cycle serves them.
-	slices.SortStableFunc(due, func(a, b string) int { return u.due[a].Compare(u.due[b]) })
+	// While the origin budget is short (it refused a load within the last
+	// window), the most read first (top is by score; subscribed channels
+	// nobody reads come after), then the nearest to going stale: the cycle
+	// stops at its first refusal, so the least read channels go stale
+	// first and the most read stay fresh.
+	rank := make(map[string]int, len(top))
+	for i, ch := range top {
+		rank[ch] = i
+	}
+	rankOf := func(ch string) int {
+		if r, ok := rank[ch]; ok {
+			return r
+		}
+		return len(top)
+	}
+	// With the budget to spare, the nearest to going stale first, so that
+	// a short cycle serves them.
+	scarce := start.UnixNano() < u.shortNs.Load()
+	slices.SortStableFunc(due, func(a, b string) int {
+		if scarce {
+			return cmp.Or(cmp.Compare(rankOf(a), rankOf(b)), u.due[a].Compare(u.due[b]))
+		}
+		return u.due[a].Compare(u.due[b])
+	})
+	var short atomic.Bool // the origin budget refused a load: start no more
+	// While the budget is short, few loads run at once, so that they
+	// reach it in rank order: concurrent ones would race for its tokens.
+	concurrency := u.cfg.Concurrency
+	if scarce {
+		concurrency = min(concurrency, scarceConcurrency)
+	}
 
 	type result struct {
 		ch        string
@@ -186,10 +220,10 @@ func (u *updater) cycle(ctx context.Context) {
 		err       error
 	}
 	results := make(chan result, len(due))
-	sem := make(chan struct{}, u.cfg.Concurrency)
+	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
 	for _, ch := range due {
-		if u.paused() {
+		if u.paused() || short.Load() {
 			break
 		}
 		select {
@@ -197,6 +231,10 @@ func (u *updater) cycle(ctx context.Context) {
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			break
+		}
+		if short.Load() {
+			<-sem
 			break
 		}
 		prev, seen := u.due[ch]
@@ -208,6 +246,10 @@ func (u *updater) cycle(ctx context.Context) {
 			before := u.hub.now()
 			res, err := u.hub.cfg.Pages.RefreshNewest(ctx, ch, u.cfg.Lead)
 			u.inFlight.Add(-1)
+			if _, over := pages.OverBudget(err); over {
+				short.Store(true)
+				u.shortNs.Store(u.hub.now().Add(u.refresh).UnixNano())
+			}
 			r := result{ch: ch, err: err}
 			if err == nil {
 				r.refreshAt = res.RefreshAt
@@ -255,6 +297,9 @@ type backoff struct {
 }
 
 // failed decides when a channel whose load failed at now is loaded again.
+// A load the origin budget refused pauses the updater until the budget
+// would take a load again: the cadence stretches, least read channels
+// first (see cycle).
 // The origin's own word (a Retry-After, an open breaker) pauses every load
 // and says nothing about the channel. A channel that does not exist, or
 // is not a channel, leaves the popular set and waits MaxBackoff: users
@@ -264,6 +309,14 @@ type backoff struct {
 // after each further failure, up to MaxBackoff, so that a failing
 // channel costs the origin a load per wait, not one per cycle.
 func (u *updater) failed(ctx context.Context, ch string, err error, now time.Time) {
+	if until, over := pages.OverBudget(err); over {
+		// The budget is short, not the channel or Telegram: nothing of
+		// the updater's would be taken before until, and then the most
+		// read channels go first again (a channel backed off alone would
+		// lose its turn to less read ones).
+		u.pause(until)
+		return
+	}
 	if until, ok := pages.RetryAt(err); ok {
 		u.pause(until)
 		return

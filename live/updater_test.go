@@ -13,6 +13,7 @@ import (
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/internal/redistest"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/origin"
@@ -536,5 +537,61 @@ func TestUpdaterBoundsBackoffOfUnknownNames(t *testing.T) {
 	// Each entry holds at least a key, a time and a count.
 	if st.Bytes < int64(st.BackingOff)*48 {
 		t.Errorf("Stats.Bytes %d for %d channels backing off, want at least 48 bytes each", st.Bytes, st.BackingOff)
+	}
+}
+
+// With the origin budget below what the popular set needs, the updater
+// spends it on the most read channels: they stay fresh, one fetch per
+// window, and the least read ones go stale first, instead of every
+// channel being refreshed late. Nothing but the updater fetches while it
+// is measured, and it never asks for more than the budget.
+func TestUpdaterUnderScarceBudgetKeepsMostReadFresh(t *testing.T) {
+	w := newWorld(t, fixtures.OriginOptions{Synthetic: 6})
+	chs := w.origin.Channels()[len(w.origin.Channels())-6:]
+	// Six channels a window of 300ms need 1,200 fetches a minute; the
+	// budget is 600 (a token every 100ms, three at once): half of it.
+	const rpm = 600
+	budget := &origin.Budget{Limiter: gcra.NewLocal(gcra.LocalConfig{}), RPM: rpm, Burst: 3}
+	p := w.process(t, processOptions{budget: budget})
+	// chs[0] is read the most, chs[5] the least; all over two windows,
+	// so all are popular.
+	for end := time.Now().Add(2*testRefresh + testRefresh/2); time.Now().Before(end); time.Sleep(testRefresh / 6) {
+		for i, ch := range chs {
+			for range len(chs) - i {
+				p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: ch}) //nolint:errcheck // refusals are the point
+			}
+		}
+	}
+	waitFor(t, "the updater to track the six channels", func() bool { return p.hub.Stats().Updater.Tracked == len(chs) })
+	count := func() []int64 {
+		var out []int64
+		for _, ch := range chs {
+			out = append(out, w.origin.Requests("/s/"+ch))
+		}
+		return out
+	}
+	time.Sleep(testRefresh) // reads' own refreshes are done
+	before, start := count(), time.Now()
+	const windows = 8
+	time.Sleep(windows * testRefresh)
+	after, elapsed := count(), time.Since(start)
+	got := make([]int64, len(chs))
+	var total int64
+	for i := range chs {
+		got[i] = after[i] - before[i]
+		total += got[i]
+	}
+	t.Logf("fetches per channel %v, most read first, in %d windows: %v (budget %d/min)", chs, windows, got, rpm)
+	// The budget's three a window go to the channels due when a token
+	// comes, most read first: the three most read get more than the three
+	// least read, and the two least read go stale first.
+	if top, bottom := got[0]+got[1]+got[2], got[3]+got[4]+got[5]; top <= bottom {
+		t.Errorf("the three most read got %d fetches, the three least read %d: the budget does not go to the most read first", top, bottom)
+	}
+	if got[4]+got[5] >= got[1]+got[2] {
+		t.Errorf("the least read got %d fetches, more read ones %d: the least read do not go stale first", got[4]+got[5], got[1]+got[2])
+	}
+	if most := int64(elapsed.Minutes()*rpm) + int64(budget.Burst) + 1; total > most {
+		t.Errorf("%d fetches in %v, over the budget's %d", total, elapsed, most)
 	}
 }

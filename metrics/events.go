@@ -12,7 +12,11 @@ var originBuckets = []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
 type Origin struct {
 	requests *prometheus.CounterVec   // egress, host, outcome
 	duration *prometheus.HistogramVec // egress, host, outcome
+	budget   *prometheus.CounterVec   // egress, class, outcome
+	waits    *prometheus.HistogramVec // egress, class
 }
+
+var budgetWaitBuckets = []float64{.01, .05, .1, .25, .5, 1, 2, 5, 15, 60}
 
 func newOrigin() *Origin {
 	return &Origin{
@@ -25,11 +29,30 @@ func newOrigin() *Origin {
 			Help:    "Time of one request to the origin, body included, by egress, host and outcome.",
 			Buckets: originBuckets,
 		}, []string{"egress", "host", "outcome"}),
+		budget: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: name("origin_budget", "decisions_total"),
+			Help: "Requests to the origin that asked the origin budget (ORIGIN_RPM, CLIENT_ORIGIN_RPM), by egress, class (reader, refresh, updater, history) and outcome (admitted, waited, refused: the egress's budget was short; client_refused: the client's share was).",
+		}, []string{"egress", "class", "outcome"}),
+		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    name("origin_budget", "wait_seconds"),
+			Help:    "How long a request queued for a token of the origin budget before it went, by egress and class.",
+			Buckets: budgetWaitBuckets,
+		}, []string{"egress", "class"}),
+	}
+}
+
+// Budget records one decision of the origin budget (origin.Budget.Observe).
+// Labels are bounded: egress addresses are configured, classes and
+// outcomes fixed.
+func (o *Origin) Budget(egress, class, outcome string, wait time.Duration) {
+	o.budget.WithLabelValues(egress, class, outcome).Inc()
+	if outcome == "waited" {
+		o.waits.WithLabelValues(egress, class).Observe(wait.Seconds())
 	}
 }
 
 func (o *Origin) register(reg *prometheus.Registry) {
-	reg.MustRegister(o.requests, o.duration)
+	reg.MustRegister(o.requests, o.duration, o.budget, o.waits)
 }
 
 // Attempt records one request sent to an origin host through an egress.

@@ -75,7 +75,7 @@ func egressClient(t *testing.T, b *bySource, proxies string, admit func(context.
 	})
 }
 
-func page(i int) Request {
+func numberedPage(i int) Request {
 	return Request{Kind: tme.KindBody, Channel: fmt.Sprintf("loadchan%03d", i%40+1), Position: i + 1}
 }
 
@@ -98,7 +98,7 @@ func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 
 	const n = 20
 	for i := range n {
-		if _, err := c.Fetch(ctx, page(i)); err != nil {
+		if _, err := c.Fetch(ctx, numberedPage(i)); err != nil {
 			t.Fatalf("fetch %d: %v", i, err)
 		}
 	}
@@ -113,7 +113,7 @@ func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 	b.limit(viaConnect)
 	before := b.count(viaSOCKS)
 	for i := range n {
-		if _, err := c.Fetch(ctx, page(n+i)); err != nil {
+		if _, err := c.Fetch(ctx, numberedPage(n+i)); err != nil {
 			t.Fatalf("fetch %d with one egress paused: %v", i, err)
 		}
 	}
@@ -131,7 +131,7 @@ func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 
 	// Both limited: the request is refused, naming when an egress is free.
 	b.limit(viaSOCKS)
-	_, err := c.Fetch(ctx, page(2*n))
+	_, err := c.Fetch(ctx, numberedPage(2*n))
 	var rl *RateLimitError
 	if !errors.As(err, &rl) || !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("with both egresses limited: %v, want a RateLimitError", err)
@@ -143,7 +143,7 @@ func TestEgressesShareFetchesAndPauseAlone(t *testing.T) {
 		t.Errorf("RateLimitError names egress %q", rl.Egress)
 	}
 	asked := b.count(viaConnect) + b.count(viaSOCKS)
-	if _, err := c.Fetch(ctx, page(2*n+1)); !errors.Is(err, ErrRateLimited) {
+	if _, err := c.Fetch(ctx, numberedPage(2*n+1)); !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("while both are paused: %v", err)
 	}
 	if got := b.count(viaConnect) + b.count(viaSOCKS); got != asked {
@@ -174,7 +174,7 @@ func TestEgressesToPlainHTTPOrigin(t *testing.T) {
 	}
 	c := newClient(t, Config{BaseURL: srv.URL, Egresses: egs})
 	for i := range 6 {
-		b, err := c.Fetch(context.Background(), page(i))
+		b, err := c.Fetch(context.Background(), numberedPage(i))
 		if err != nil || !strings.Contains(string(b), "loadchan") {
 			t.Fatalf("fetch %d: %d bytes, %v", i, len(b), err)
 		}
@@ -192,7 +192,7 @@ func TestDirectEgressOnlyWhenListed(t *testing.T) {
 	hp := proxytest.StartHTTP(t, "127.0.0.2")
 	c := egressClient(t, b, "direct,"+hp.URL("http"), nil)
 	for i := range 4 {
-		if _, err := c.Fetch(context.Background(), page(i)); err != nil {
+		if _, err := c.Fetch(context.Background(), numberedPage(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -228,7 +228,7 @@ func TestAdmitIsAskedPerEgress(t *testing.T) {
 	}
 	c := egressClient(t, b, hp.URL("http")+","+sp.URL("socks5h"), admit)
 	for i := range 6 {
-		if _, err := c.Fetch(context.Background(), page(i)); err != nil {
+		if _, err := c.Fetch(context.Background(), numberedPage(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,7 +241,7 @@ func TestAdmitIsAskedPerEgress(t *testing.T) {
 	}
 	refuse[sp.Addr()] = true
 	mu.Unlock()
-	if _, err := c.Fetch(context.Background(), page(7)); !errors.Is(err, errSpent) {
+	if _, err := c.Fetch(context.Background(), numberedPage(7)); !errors.Is(err, errSpent) {
 		t.Fatalf("every egress refused: %v, want the refusal", err)
 	}
 	if got := b.count("127.0.0.2") + b.count("127.0.0.3"); got != 6 {

@@ -123,8 +123,11 @@ func RetryAfter(err error) (t time.Time, ok bool) {
 		rl *RateLimitError
 		un *UnavailableError
 		rf *RecentFailureError
+		be *BudgetError
 	)
 	switch {
+	case errors.As(err, &be):
+		return be.RetryAfter, true
 	case errors.As(err, &rl):
 		return rl.RetryAfter, true
 	case errors.As(err, &un):
@@ -173,7 +176,7 @@ type Failures struct{}
 // Code returns the code of err and whether it is a failure worth
 // remembering: an outage-like failure of the origin, not an answer.
 func (Failures) Code(err error) (string, bool) {
-	if errors.Is(err, ErrRateLimited) || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrRateLimited) || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrBudget) {
 		return "", false
 	}
 	for _, f := range failureCodes {

@@ -122,6 +122,11 @@ type Config struct {
 	// 1+MaxRetries. 0 means DefaultRetryBudget; negative means no cap.
 	RetryBudget float64
 
+	// Budget, when set, bounds the requests sent (ORIGIN_RPM) and each
+	// client's share of them (CLIENT_ORIGIN_RPM): every attempt takes a
+	// token for its egress first, by the Request's Class and Client.
+	Budget *Budget
+
 	Now func() time.Time // clock for Retry-After and cool-downs; nil = time.Now
 
 	// Observe, when set, is called after every request sent to a host
@@ -158,6 +163,7 @@ type Client struct {
 	egresses []*egress
 	next     atomic.Uint32 // the egress the next Fetch tries first
 	inFlight atomic.Int64  // Fetch calls running, see Config.MaxInFlight
+	budget   *budget       // nil without Config.Budget
 
 	mu     sync.Mutex // guards rng, tokens and the state in each host
 	rng    *rand.Rand
@@ -237,6 +243,12 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if cfg.Budget != nil {
+		var err error
+		if c.budget, err = newBudget(*cfg.Budget, c.now); err != nil {
+			return nil, err
+		}
 	}
 	for _, e := range cfg.Egresses {
 		eg := &egress{name: e.Name}
@@ -377,6 +389,15 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 			if err := c.backoff(ctx, n); err != nil {
 				report(errExcluded)
 				return nil, ctxError(ctx)
+			}
+		}
+		if c.budget != nil {
+			if err := c.budget.spend(ctx, r, h.eg.name); err != nil {
+				report(errExcluded)
+				if retrying {
+					break // no budget for a retry: report what failed
+				}
+				return nil, err
 			}
 		}
 		prev = h

@@ -22,6 +22,14 @@ type Request struct {
 	// pages.ErrNotCached instead of being fetched. Not part of Key: the
 	// page is the same one.
 	CacheOnly bool
+
+	// Class and Client say who the request is for, for the origin budget
+	// (Config.Budget): its priority, and the client (the key of
+	// RATE_LIMIT_RPM) whose share it is charged to; "" is nobody's. A
+	// load shared by several callers is charged to the one that started
+	// it. Neither is part of the page's identity (Key).
+	Class  Class
+	Client string
 }
 
 // Path is the request's path and query on t.me.

@@ -73,9 +73,11 @@ func (s *Service) Walks() int64 { return s.walksRun.Load() }
 // a post dated before since, at the channel's first post, or after
 // Config.HistoryMaxPages pages in all, whichever comes first. A zero since
 // reads the newest page only. Every page comes through the cache, as any
-// page read does; identical concurrent walks share one. Results are newest
+// page read does; identical concurrent walks share one, charged to the
+// origin budget of the first one's client (origin.Request.Client). The
+// older chunks are history (origin.ClassHistory). Results are newest
 // page first and shared: they must not be modified.
-func (s *Service) History(ctx context.Context, channel string, since time.Time) ([]Result, error) {
+func (s *Service) History(ctx context.Context, channel string, since time.Time, client string) ([]Result, error) {
 	key := "history|" + channel + "|"
 	if !since.IsZero() {
 		key += strconv.FormatInt(since.Unix(), 10)
@@ -85,7 +87,7 @@ func (s *Service) History(ctx context.Context, channel string, since time.Time) 
 		defer cancel()
 		s.walksRun.Add(1)
 		var ages pageAges
-		p, err := s.history(withAges(ctx, &ages), channel, since)
+		p, err := s.history(withAges(ctx, &ages), channel, since, client)
 		return walked{pages: p, ages: ages}, err
 	})
 	if err != nil {
@@ -96,8 +98,8 @@ func (s *Service) History(ctx context.Context, channel string, since time.Time) 
 	return r.pages, nil
 }
 
-func (s *Service) history(ctx context.Context, channel string, since time.Time) ([]Result, error) {
-	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
+func (s *Service) history(ctx context.Context, channel string, since time.Time, client string) ([]Result, error) {
+	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Client: client})
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +112,7 @@ func (s *Service) history(ctx context.Context, channel string, since time.Time) 
 		if len(posts) == 0 || next == 0 || posts[0].Footer.Date.Unix < since.Unix() {
 			break
 		}
-		res, err := s.Page(ctx, origin.Request{Kind: parser.KindMore, Channel: channel, Position: next})
+		res, err := s.Page(ctx, origin.Request{Kind: parser.KindMore, Channel: channel, Position: next, Class: origin.ClassHistory, Client: client})
 		if err != nil {
 			return nil, fmt.Errorf("%s: older posts before %d: %w", channel, next, err)
 		}

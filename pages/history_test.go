@@ -87,7 +87,7 @@ func TestHistoryPageCap(t *testing.T) {
 	}
 
 	e.origin.Reset()
-	res, err := e.svc.History(ctx, deep, fixtures.DeepPostDate(1))
+	res, err := e.svc.History(ctx, deep, fixtures.DeepPostDate(1), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestHistoryStopsAtSince(t *testing.T) {
 		{fixtures.DeepPostDate(total - 60), 4}, // post 440 is on the 4th page
 		{fixtures.DeepPostDate(1), 10},         // the cap
 	} {
-		res, err := e.svc.History(ctx, deep, c.since)
+		res, err := e.svc.History(ctx, deep, c.since, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestConcurrentWalksShareOne(t *testing.T) {
 		}()
 		go func() {
 			defer wg.Done()
-			res, err := e.svc.History(context.WithoutCancel(ctx), deep, fixtures.DeepPostDate(150))
+			res, err := e.svc.History(context.WithoutCancel(ctx), deep, fixtures.DeepPostDate(150), "")
 			hist[i], errs[callers+i] = len(res), err
 		}()
 	}

@@ -41,18 +41,19 @@ type MediaLink struct {
 // copy past its refresh point is not served as is: the read waits for the
 // page to be re-read, through the cache's lease like any refresh, and gets
 // the old copy only when that fails. A missing post gives ErrPostNotFound,
-// a missing attachment ErrMediaNotFound.
+// a missing attachment ErrMediaNotFound. The re-read is charged to
+// client's share of the origin budget, as history (origin.ClassHistory).
 //
 // cacheOnly reads the page from the cache alone (origin.Request's
 // CacheOnly): without a copy, ErrNotCached; a stale copy is not re-read.
-func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, thumb, cacheOnly bool) (MediaLink, error) {
+func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, thumb, cacheOnly bool, client string) (MediaLink, error) {
 	if id < 1 || id > MaxPosition {
 		return MediaLink{}, fmt.Errorf("%w: post id must be from 1 to %d", ErrInvalidPosition, MaxPosition)
 	}
 	if index < 0 {
 		return MediaLink{}, fmt.Errorf("%w: media index must not be negative", ErrBadRequest)
 	}
-	req := origin.Request{Kind: parser.KindBody, Channel: channel, Position: id, CacheOnly: cacheOnly}
+	req := origin.Request{Kind: parser.KindBody, Channel: channel, Position: id, CacheOnly: cacheOnly, Class: origin.ClassHistory, Client: client}
 	if !cacheOnly {
 		ctx = cache.Revalidate(ctx)
 	}

@@ -162,7 +162,7 @@ func (s *Service) noteNewest(r origin.Request) {
 func (s *Service) RefreshNewest(ctx context.Context, channel string, lead time.Duration) (Result, error) {
 	slot := &loadFailure{}
 	ctx = context.WithValue(cache.RefreshAhead(ctx, lead), loadFailureKey{}, slot)
-	res, err := s.load(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
+	res, err := s.load(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Class: origin.ClassUpdater})
 	if err == nil {
 		err = slot.get()
 	}
@@ -191,6 +191,17 @@ func noteLoadFailure(ctx context.Context, err error) {
 		f.err = err
 		f.mu.Unlock()
 	}
+}
+
+// OverBudget reports whether err, a failed read, is the origin budget
+// refusing the fetch (not Telegram, not the page), and when the budget
+// would take it.
+func OverBudget(err error) (time.Time, bool) {
+	var be *origin.BudgetError
+	if errors.As(err, &be) {
+		return be.RetryAfter, true
+	}
+	return time.Time{}, false
 }
 
 // RetryAt reports when err, a failed read, says the origin may be asked
@@ -364,13 +375,14 @@ func (s *Service) Page(ctx context.Context, r origin.Request) (Result, error) {
 }
 
 // Preview returns the preview card of a channel. A user, group, bot or
-// unknown name gives parser.ErrNotChannel.
-func (s *Service) Preview(ctx context.Context, username string) (*parser.Preview, error) {
+// unknown name gives parser.ErrNotChannel. A fetch is charged to client
+// (see origin.Request.Client).
+func (s *Service) Preview(ctx context.Context, username, client string) (*parser.Preview, error) {
 	name, err := ValidUsername(username)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.get(ctx, origin.Request{Kind: parser.KindPreview, Channel: name})
+	res, err := s.get(ctx, origin.Request{Kind: parser.KindPreview, Channel: name, Client: client})
 	if err != nil {
 		return nil, err
 	}
@@ -404,16 +416,29 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 // neither hashes nor compresses. rep is nil when the response is not held
 // there (stale, or the store is off).
 func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
-	e, rep, err = s.renderedRep(ctx, key, r, render)
+	return s.RenderedRepFor(ctx, key, r, nil, render)
+}
+
+// ClientNamer names the client whose share of the origin budget a
+// request's fetches are charged to (origin.Request.Client).
+type ClientNamer interface{ ClientName() string }
+
+// RenderedRepFor is RenderedRep whose fetches are charged to the client
+// who names. who is asked only when the hot store does not hold the
+// answer, so that a hit does not pay for naming the client (a string
+// made from the address); nil, or an r.Client already set, leaves
+// r.Client as it is.
+func (s *Service) RenderedRepFor(ctx context.Context, key string, r origin.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+	e, rep, err = s.renderedRep(ctx, key, r, who, render)
 	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
 		// Joined a load started by a request that may not fetch, which
 		// ended at once: this one may, so it loads again on its own.
-		e, rep, err = s.renderedRep(ctx, key, r, render)
+		e, rep, err = s.renderedRep(ctx, key, r, who, render)
 	}
 	return e, rep, err
 }
 
-func (s *Service) renderedRep(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+func (s *Service) renderedRep(ctx context.Context, key string, r origin.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
 	if r.Channel == "" {
 		return cache.Entry{}, nil, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
@@ -424,6 +449,9 @@ func (s *Service) renderedRep(ctx context.Context, key string, r origin.Request,
 			NoteFreshUntil(ctx, h.RefreshAt, false)
 			return h.Entry, h.rep, nil
 		}
+	}
+	if who != nil && r.Client == "" {
+		r.Client = who.ClientName()
 	}
 	full := keys.Response(r.Channel, key)
 	// Revalidate: a copy past its refresh point waits for its re-render,
@@ -522,7 +550,13 @@ func (s *Service) loadOnce(ctx context.Context, r origin.Request) (Result, error
 			// fetched; a stale copy is served as it is.
 			return cache.Entry{}, fmt.Errorf("%s: %w", r.Shown(), ErrNotCached)
 		}
-		b, err := s.origin.Fetch(ctx, r)
+		fr := r
+		if fr.Class == origin.ClassReader && cache.Refreshing(ctx) {
+			// A copy is held and served meanwhile: nobody waits on this
+			// fetch, so it yields to readers who have nothing.
+			fr.Class = origin.ClassRefresh
+		}
+		b, err := s.origin.Fetch(ctx, fr)
 		if err != nil {
 			noteLoadFailure(ctx, err)
 			return cache.Entry{}, err

@@ -153,7 +153,7 @@ func TestGarbageIsAnUpstreamErrorAndNotCached(t *testing.T) {
 
 func TestPreview(t *testing.T) {
 	s := newSetup(t, 10*time.Second)
-	p, err := s.svc.Preview(context.Background(), "TmeFeed_News")
+	p, err := s.svc.Preview(context.Background(), "TmeFeed_News", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestPreview(t *testing.T) {
 
 	// A user's landing page is a valid page: kept, and answered from the cache.
 	for range 2 {
-		if _, err := s.svc.Preview(context.Background(), "jane_doe_writer"); !errors.Is(err, parser.ErrNotChannel) {
+		if _, err := s.svc.Preview(context.Background(), "jane_doe_writer", ""); !errors.Is(err, parser.ErrNotChannel) {
 			t.Fatalf("err %v, want ErrNotChannel", err)
 		}
 	}
@@ -171,7 +171,7 @@ func TestPreview(t *testing.T) {
 		t.Errorf("%d fetches, want 1", n)
 	}
 
-	if _, err := s.svc.Preview(context.Background(), "no"); !errors.Is(err, pages.ErrInvalidUsername) {
+	if _, err := s.svc.Preview(context.Background(), "no", ""); !errors.Is(err, pages.ErrInvalidUsername) {
 		t.Errorf("err %v, want ErrInvalidUsername", err)
 	}
 }

@@ -26,6 +26,10 @@ type Window struct {
 	// (it read the channel's header from it), saving a read. Only the
 	// window without Before, After or Around uses it.
 	Newest *parser.Page
+	// Client is whose share of the origin budget the walk's fetches are
+	// charged to (origin.Request.Client); identical windows share one
+	// walk, charged to the first. Like Newest, not part of what is asked.
+	Client string
 }
 
 // Posts is a window of a channel's posts.
@@ -81,15 +85,15 @@ func (s *Service) posts(ctx context.Context, channel string, w Window) (Posts, e
 	)
 	switch {
 	case w.Around != nil:
-		out, err = s.postsAround(ctx, channel, *w.Around, w.First)
+		out, err = s.postsAround(ctx, channel, *w.Around, w.First, w.Client)
 	case w.Before != nil:
-		out.List, out.HasNewer, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.Before}, nil, *w.Before, false, w.First)
+		out.List, out.HasNewer, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.Before, Client: w.Client}, nil, *w.Before, false, w.First)
 		out.HasOlder = true // the cursor's own post is older
 	case w.After != nil:
-		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.After}, nil, *w.After, true, w.First)
+		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.After, Client: w.Client}, nil, *w.After, true, w.First)
 		out.HasNewer = true
 	default:
-		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel}, w.Newest, 0, true, w.First)
+		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Client: w.Client}, w.Newest, 0, true, w.First)
 	}
 	if err != nil {
 		return Posts{}, err
@@ -178,7 +182,7 @@ func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Pa
 		if next == 0 || fetched+1 >= maxPages && (len(got) > 0 || fetched+1 >= s.historyPages) {
 			return orderNewest(got, older), next != 0, nil
 		}
-		req = origin.Request{Kind: parser.KindMore, Channel: req.Channel, Position: next, After: !older}
+		req = origin.Request{Kind: parser.KindMore, Channel: req.Channel, Position: next, After: !older, Class: origin.ClassHistory, Client: req.Client}
 		page = nil
 	}
 }
@@ -191,8 +195,8 @@ func orderNewest(posts []*parser.Post, older bool) []*parser.Post {
 }
 
 // postsAround returns up to n posts centred on id, newest first.
-func (s *Service) postsAround(ctx context.Context, channel string, id, n int) (Posts, error) {
-	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: id})
+func (s *Service) postsAround(ctx context.Context, channel string, id, n int, client string) (Posts, error) {
+	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: id, Client: client})
 	if err != nil {
 		return Posts{}, err
 	}

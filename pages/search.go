@@ -33,10 +33,11 @@ func ValidSearchQuery(q string) (string, error) {
 	return q, nil
 }
 
-// SearchRequest is the request for Telegram's search page of channel;
-// query must have passed ValidSearchQuery.
-func SearchRequest(channel, query string) origin.Request {
-	return origin.Request{Kind: parser.KindSearch, Channel: channel, Query: query}
+// SearchRequest is the request for Telegram's search page of channel,
+// made for client (see origin.Request.Client); query must have passed
+// ValidSearchQuery. A search is history for the origin budget.
+func SearchRequest(channel, query, client string) origin.Request {
+	return origin.Request{Kind: parser.KindSearch, Channel: channel, Query: query, Class: origin.ClassHistory, Client: client}
 }
 
 // Found is the outcome of a search: the matching posts of one search
@@ -49,8 +50,9 @@ type Found struct {
 
 // Search returns up to first posts of channel matching query, newest
 // first, from Telegram's own search page (t.me/s/<channel>?q=<query>),
-// read and cached like any page. No match is an empty List, not an error.
-func (s *Service) Search(ctx context.Context, channel, query string, first int) (Found, error) {
+// read and cached like any page, for client (see origin.Request.Client).
+// No match is an empty List, not an error.
+func (s *Service) Search(ctx context.Context, channel, query string, first int, client string) (Found, error) {
 	q, err := ValidSearchQuery(query)
 	if err != nil {
 		return Found{}, err
@@ -58,7 +60,7 @@ func (s *Service) Search(ctx context.Context, channel, query string, first int) 
 	if first < 0 {
 		return Found{}, fmt.Errorf("%w: first must not be negative", ErrBadRequest)
 	}
-	res, err := s.get(ctx, SearchRequest(channel, q))
+	res, err := s.get(ctx, SearchRequest(channel, q, client))
 	if err != nil {
 		return Found{}, err
 	}

@@ -17,7 +17,7 @@ func TestSearch(t *testing.T) {
 		e := newFaultEnv(t, faultOptions{valkey: valkey})
 		ctx := pageCtx(t)
 		const ch, q = "retro_channel", "Floppy"
-		found, err := e.svc.Search(ctx, ch, "  "+q+" ", 20)
+		found, err := e.svc.Search(ctx, ch, "  "+q+" ", 20, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestSearch(t *testing.T) {
 		if n := e.origin.Requests(path); n != 1 {
 			t.Fatalf("origin requests for %s: %d, want 1", path, n)
 		}
-		again, err := e.svc.Search(ctx, ch, q, 1)
+		again, err := e.svc.Search(ctx, ch, q, 1, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestSearch(t *testing.T) {
 			t.Errorf("a repeated search fetched again: %d requests", n)
 		}
 
-		none, err := e.svc.Search(ctx, ch, "no such words anywhere", 20)
+		none, err := e.svc.Search(ctx, ch, "no such words anywhere", 20, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestSearch(t *testing.T) {
 func TestSearchRefusesBadQueries(t *testing.T) {
 	e := newFaultEnv(t, faultOptions{})
 	for _, q := range []string{"", "   ", strings.Repeat("x", pages.MaxSearchQuery+1), "a\x00b", "\xff\xfe"} {
-		if _, err := e.svc.Search(pageCtx(t), "retro_channel", q, 20); !errors.Is(err, pages.ErrBadRequest) {
+		if _, err := e.svc.Search(pageCtx(t), "retro_channel", q, 20, ""); !errors.Is(err, pages.ErrBadRequest) {
 			t.Errorf("query %q: %v, want ErrBadRequest", q, err)
 		}
 	}

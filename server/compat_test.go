@@ -299,7 +299,7 @@ func TestRESTShapeIsTelegramMe(t *testing.T) {
 // models require, so every optional value in them is missing.
 type sparsePages struct{}
 
-func (sparsePages) RenderedRep(_ context.Context, _ string, _ origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
+func (sparsePages) RenderedRepFor(_ context.Context, _ string, _ origin.Request, _ pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
 	date := parser.Date{String: "2024-05-01T12:30:00+00:00", Unix: 1714566600}
 	footer := parser.Footer{Date: date}
 	page := &parser.Page{

@@ -23,6 +23,7 @@ const (
 	CodeUpstreamError    = "upstream_error"
 	CodeUpstreamTimeout  = "upstream_timeout"
 	CodeUnavailable      = "upstream_unavailable"
+	CodeOriginBudget     = "origin_budget_exhausted"
 	CodeCanceled         = "canceled"
 	CodeInternal         = "internal"
 )
@@ -74,8 +75,10 @@ func restStatus(k fault.Kind) (int, string) {
 		return http.StatusNotFound, CodePostNotFound
 	case fault.MediaNotFound:
 		return http.StatusNotFound, CodeMediaNotFound
-	case fault.RateLimited:
+	case fault.RateLimited, fault.ClientOverBudget:
 		return http.StatusTooManyRequests, CodeRateLimited
+	case fault.OverBudget:
+		return http.StatusServiceUnavailable, CodeOriginBudget
 	case fault.Upstream:
 		return http.StatusBadGateway, CodeUpstreamError
 	case fault.Unavailable:

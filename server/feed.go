@@ -95,6 +95,7 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, *e)
 		return
 	}
+	req.Who = h.who(r, requestInfo(r.Context()))
 	p, err := h.feeds.Feed(r.Context(), req)
 	if err != nil {
 		h.failErr(w, r, err)

@@ -11,7 +11,7 @@ import (
 // MediaService finds the current URL of a post's attachment;
 // *pages.Service is one.
 type MediaService interface {
-	MediaURL(ctx context.Context, channel string, id, index int, thumb, cacheOnly bool) (pages.MediaLink, error)
+	MediaURL(ctx context.Context, channel string, id, index int, thumb, cacheOnly bool, client string) (pages.MediaLink, error)
 }
 
 // maxMediaIndex bounds the index of GET /media: an album holds at most 10
@@ -57,7 +57,7 @@ func (h *handler) media(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	link, err := h.mediaLinks.MediaURL(r.Context(), ch, id, index, thumb, cacheOnly(r))
+	link, err := h.mediaLinks.MediaURL(r.Context(), ch, id, index, thumb, cacheOnly(r), h.clientName(r))
 	if err != nil {
 		h.failErr(w, r, err)
 		return

@@ -44,6 +44,21 @@ type reqInfo struct {
 	grant      access.Grant // the key's; Consumer nil for an anonymous request
 	cacheOnly  bool         // anonymous under ANONYMOUS=cached: answers from the cache only
 	pendingKey bool         // a WebSocket upgrade whose key comes in connection_init
+	// The request and handler that name its client for the origin budget,
+	// set by serve and asked only on a miss (see ClientName).
+	clientOf struct {
+		h *handler
+		r *http.Request
+	}
+}
+
+// ClientName implements pages.ClientNamer: the client of the request
+// serve set, named as every per-client limit names it.
+func (i *reqInfo) ClientName() string {
+	if i.clientOf.h == nil {
+		return ""
+	}
+	return i.clientOf.h.clientName(i.clientOf.r)
 }
 
 // requestContext is the one context New's handler adds to a request: it

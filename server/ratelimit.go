@@ -1,94 +1,94 @@
 package server
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/httprate"
+
+	"github.com/tmefeed/tmefeed/internal/gcra"
+	"github.com/tmefeed/tmefeed/pages"
 )
 
 // gqlCodeRateLimited is the GraphQL handler's code for the same refusal.
 const gqlCodeRateLimited = "RATE_LIMITED"
 
-// rateWindow is the limiter's window: RATE_LIMIT_RPM counts requests in
-// a sliding minute.
-const rateWindow = time.Minute
-
 // RateLimit is the per-client budget of RATE_LIMIT_RPM: the HTTP routes
 // draw on it (Config.RateLimit), and so do the subscribe messages of an
 // open WebSocket connection (AllowMessage), so that one upgrade does not
-// buy unlimited work.
+// buy unlimited work. It is a GCRA bucket per client (internal/gcra, the
+// limiter the origin budget uses too), in process: a client may send
+// RATE_LIMIT_RPM requests at once, then one every minute/RATE_LIMIT_RPM,
+// and a refusal's Retry-After is the wait until its next request is
+// admitted, read off the bucket.
 type RateLimit struct {
-	*bucket // RATE_LIMIT_RPM's; nil when it is 0
+	rpm     int // RATE_LIMIT_RPM; 0 when only consumers' own rpm= limit
 	trusted []netip.Prefix
-
-	// The buckets of consumers' own rpm= (API_KEYS_FILE), one per value:
-	// consumers' client keys are apart, so those of one value share one.
-	mu      sync.Mutex
-	buckets map[int]*bucket
+	limit   gcra.Limit
+	buckets *gcra.Local
+	header  []string // X-RateLimit-Limit's value
 }
 
-// bucket is one limiter: rpm requests a minute for each client key.
-type bucket struct {
-	rpm int
-	// counter is the limiter's own rather than httprate's default so that
-	// its windows are whole minutes of the wall clock (httprate aligns a
-	// default counter's to the limiter's start, which a handler cannot
-	// see) and the counts a refusal is explained by can be read back.
-	counter httprate.LimitCounter
-	limiter *httprate.RateLimiter
+// RateLimitConfig configures a RateLimit.
+type RateLimitConfig struct {
+	// RPM is the requests a minute each client may make; ≤ 0 means no
+	// limit (NewRateLimit returns nil).
+	RPM int
+	// Trusted is Config.TrustedProxies: the client is found as it says.
+	Trusted []netip.Prefix
+	// Now is the limiter's clock; nil means time.Now.
+	Now func() time.Time
+	// Consumers is set when API keys are on: a consumer's own rpm=
+	// (API_KEYS_FILE) limits it even when RPM is 0, so the RateLimit is
+	// never nil then.
+	Consumers bool
 }
 
-func newBucket(rpm int) *bucket {
-	c := httprate.NewLocalLimitCounter(rateWindow)
-	return &bucket{rpm: rpm, counter: c, limiter: httprate.NewRateLimiter(rpm, rateWindow, httprate.WithLimitCounter(c))}
-}
-
-// NewRateLimit limits each client to rpm requests in a sliding minute.
-// The client is found as Config.TrustedProxies says, which trusted should
-// be too. rpm ≤ 0 means no limit: nil.
-func NewRateLimit(rpm int, trusted []netip.Prefix) *RateLimit {
-	if rpm <= 0 {
+// NewRateLimit limits each client as cfg says; nil when cfg.RPM ≤ 0 and
+// there are no consumers.
+func NewRateLimit(cfg RateLimitConfig) *RateLimit {
+	if cfg.RPM <= 0 && !cfg.Consumers {
 		return nil
 	}
-	return &RateLimit{bucket: newBucket(rpm), trusted: trusted}
-}
-
-// NewConsumerRateLimit is NewRateLimit for an instance with API keys,
-// where a consumer's own rpm= limits it even when rpm (RATE_LIMIT_RPM,
-// everyone else's) is 0: never nil.
-func NewConsumerRateLimit(rpm int, trusted []netip.Prefix) *RateLimit {
-	l := &RateLimit{trusted: trusted}
-	if rpm > 0 {
-		l.bucket = newBucket(rpm)
+	l := &RateLimit{
+		rpm:     max(cfg.RPM, 0),
+		trusted: cfg.Trusted,
+		buckets: gcra.NewLocal(gcra.LocalConfig{Now: cfg.Now}),
+	}
+	if l.rpm > 0 {
+		l.limit = gcra.Limit{Rate: l.rpm, Per: time.Minute, Burst: l.rpm}
+		l.header = []string{strconv.Itoa(l.rpm)}
 	}
 	return l
 }
 
-// bucketFor is the bucket the request with record info draws on: its
-// consumer's own when it has an rpm=, else RATE_LIMIT_RPM's (nil: none).
-func (l *RateLimit) bucketFor(info *reqInfo) *bucket {
-	if info == nil || info.grant.Consumer == nil || info.grant.Consumer.RPM == 0 {
-		return l.bucket
+// limitFor is the limit the request with record info draws on: its
+// consumer's own rpm= when it has one, else RATE_LIMIT_RPM's; ok is false
+// when neither limits it.
+func (l *RateLimit) limitFor(info *reqInfo) (lim gcra.Limit, header []string, ok bool) {
+	if info != nil && info.grant.Consumer != nil && info.grant.Consumer.RPM > 0 {
+		rpm := info.grant.Consumer.RPM
+		return gcra.Limit{Rate: rpm, Per: time.Minute, Burst: rpm}, []string{strconv.Itoa(rpm)}, true
 	}
-	rpm := info.grant.Consumer.RPM
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b := l.buckets[rpm]
-	if b == nil {
-		if l.buckets == nil {
-			l.buckets = map[int]*bucket{}
-		}
-		b = newBucket(rpm)
-		l.buckets[rpm] = b
+	return l.limit, l.header, l.rpm > 0
+}
+
+// take spends one request of key's budget under lim; refused, it returns
+// the whole seconds (at least 1) until key's next request is admitted.
+func (l *RateLimit) take(key string, lim gcra.Limit) (ok bool, retryAfter int) {
+	d, err := l.buckets.Take(context.Background(), 1, gcra.Ask{Key: key, Limit: lim})
+	if err != nil { // a valid limit never fails
+		return false, int(time.Minute / time.Second)
 	}
-	return b
+	if d.OK {
+		return true, 0
+	}
+	return false, max(1, int((d.Wait+time.Second-1)/time.Second))
 }
 
 // AllowMessage spends one request of the budget of r's client on a
@@ -97,16 +97,12 @@ func (l *RateLimit) bucketFor(info *reqInfo) *bucket {
 // request would be admitted.
 func (l *RateLimit) AllowMessage(r *http.Request) (ok bool, retryAfter time.Duration) {
 	info := requestInfo(r.Context())
-	b := l.bucketFor(info)
-	if b == nil {
+	lim, _, limited := l.limitFor(info)
+	if !limited {
 		return true, 0
 	}
-	key := clientKey(r, info, l.trusted)
-	// httprate reports in headers, which here have no response to go to.
-	if b.limiter.OnLimit(discardHeaders{}, r, key) {
-		return false, time.Duration(b.retryAfter(key)) * time.Second
-	}
-	return true, 0
+	ok, secs := l.take(clientKey(r, info, l.trusted), lim)
+	return ok, time.Duration(secs) * time.Second
 }
 
 // clientKey is the client every per-client limit counts r by: the one
@@ -119,67 +115,21 @@ func clientKey(r *http.Request, info *reqInfo, trusted []netip.Prefix) string {
 	return rateKey(clientAddr(r, trusted))
 }
 
-// discardHeaders is a ResponseWriter for httprate's headers alone.
-type discardHeaders map[string][]string
-
-func (d discardHeaders) Header() http.Header       { return http.Header(d) }
-func (discardHeaders) Write(b []byte) (int, error) { return len(b), nil }
-func (discardHeaders) WriteHeader(int)             {}
-
-// retryAfter is the whole seconds until key's next request would be
-// admitted, read from the counts the limiter holds now.
-func (l *bucket) retryAfter(key string) int {
-	now := time.Now().UTC()
-	cw := now.Truncate(rateWindow) // as httprate computes it with a counter of its own
-	curr, prev, err := l.counter.Get(key, cw, cw.Add(-rateWindow))
-	if err != nil { // the local counter never fails
-		return int(rateWindow / time.Second)
-	}
-	return admitAfter(l.rpm, prev, curr, now.Sub(cw), rateWindow)
-}
-
-// admitAfter is the whole seconds, at least 1, a client with prev requests
-// in the previous window and curr in the current one, elapsed into it,
-// waits until httprate admits its next one. httprate weighs the previous
-// window by the part of it still inside the sliding window,
-//
-//	rate = prev·(W−elapsed)/W + curr,
-//
-// and admits while round(rate)+1 ≤ limit, which rate ≤ limit−1 ensures.
-// The end of the current window is not enough: the requests of this one
-// then weigh in as the previous window's.
-func admitAfter(limit, prev, curr int, elapsed, window time.Duration) int {
-	room := float64(limit - 1)
-	var wait time.Duration
-	switch {
-	case curr <= limit-1 && prev == 0:
-		// Admitted already (a race with the window's end); ask again soon.
-	case curr <= limit-1:
-		// Within this window, once enough of the previous one has slid out.
-		at := float64(window) * (1 - (room-float64(curr))/float64(prev))
-		wait = time.Duration(at) - elapsed
-	default:
-		// In the next window, once enough of this one has slid out.
-		wait = window - elapsed + time.Duration(float64(window)*(1-room/float64(curr)))
-	}
-	return max(1, int((wait+time.Second-1)/time.Second))
-}
-
-// newRateLimit limits each client (see clientAddr) to rpm requests in a
-// sliding minute. A refused request gets 429 with Retry-After: the
-// seconds until the client's next request would be admitted.
+// newRateLimit limits each client (see clientAddr) to l's budget. A
+// refused request gets 429 with Retry-After: the seconds until the
+// client's next request would be admitted.
 func (h *handler) newRateLimit(l *RateLimit) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			info := requestInfo(r.Context())
-			b := l.bucketFor(info)
-			if b == nil {
+			lim, header, limited := l.limitFor(info)
+			if !limited {
 				next.ServeHTTP(w, r)
 				return
 			}
-			key := h.clientKey(r, info)
-			if b.limiter.OnLimit(w, r, key) {
-				h.rateLimited(w, r, b.retryAfter(key))
+			w.Header()["X-Ratelimit-Limit"] = header
+			if ok, retry := l.take(h.clientKey(r, info), lim); !ok {
+				h.rateLimited(w, r, retry)
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -208,16 +158,14 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 	h.fail(w, r, apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: msg, RetryAfter: retry})
 }
 
-// clientKey is the client every per-client limit counts r by (see the
-// function clientKey).
-func (h *handler) clientKey(r *http.Request, info *reqInfo) string {
-	return clientKey(r, info, h.trusted)
-}
-
 // clientAddr is the address requests are limited by: the peer's, unless
 // the peer is a trusted proxy; then the nearest address in X-Forwarded-For
 // that is not a trusted proxy itself (the ones before it could be forged
 // by the client), else X-Real-IP.
+func (h *handler) clientAddr(r *http.Request) netip.Addr {
+	return clientAddr(r, h.trusted)
+}
+
 func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := peerAddr(r.RemoteAddr)
 	if !trustedProxy(trusted, peer) {
@@ -240,6 +188,43 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 		return a.Unmap()
 	}
 	return peer
+}
+
+// clientName is the client of r as every per-client limit counts it
+// (RATE_LIMIT_RPM, STREAMS_PER_CLIENT, CLIENT_ORIGIN_RPM): the one name a
+// request's client goes by, passed down to the origin budget with its
+// requests.
+func (h *handler) clientName(r *http.Request) string {
+	return h.clientKey(r, requestInfo(r.Context()))
+}
+
+// clientKey is the client every per-client limit counts r by (see the
+// function clientKey).
+func (h *handler) clientKey(r *http.Request, info *reqInfo) string {
+	return clientKey(r, info, h.trusted)
+}
+
+// who names r's client for the origin budget when asked (on a miss):
+// the request's record, so that a hit pays for nothing.
+func (h *handler) who(r *http.Request, info *reqInfo) pages.ClientNamer {
+	if info == nil {
+		return clientName(h.clientName(r))
+	}
+	info.clientOf.h, info.clientOf.r = h, r
+	return info
+}
+
+// clientName is a client's name as a pages.ClientNamer.
+type clientName string
+
+func (c clientName) ClientName() string { return string(c) }
+
+// ClientKey returns the function naming a request's client as the
+// server's per-client limits do, for the faces mounted beside it (GraphQL,
+// the widget) to charge the origin budget alike; trusted is
+// Config.TrustedProxies.
+func ClientKey(trusted []netip.Prefix) func(*http.Request) string {
+	return func(r *http.Request) string { return clientKey(r, requestInfo(r.Context()), trusted) }
 }
 
 // rateKey is the budget a client address draws on: the address itself

@@ -36,9 +36,11 @@ import (
 // PageService is what the REST handlers need from the page service;
 // *pages.Service is one.
 type PageService interface {
-	// RenderedRep's rep may be nil; the answer's ETag is then computed
-	// and its compressed form made per request.
-	RenderedRep(ctx context.Context, key string, r origin.Request, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
+	// RenderedRepFor's rep may be nil; the answer's ETag is then computed
+	// and its compressed form made per request. who names the client
+	// whose share of the origin budget a fetch is charged to, asked only
+	// on a miss.
+	RenderedRepFor(ctx context.Context, key string, r origin.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
 }
 
 // Widget is the embeddable feed; *widget.Handler is one.
@@ -446,7 +448,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	h.serve(w, r, "search:"+url.QueryEscape(q), pages.SearchRequest(ch, q), func(res pages.Result) ([]byte, error) {
+	h.serve(w, r, "search:"+url.QueryEscape(q), pages.SearchRequest(ch, q, ""), func(res pages.Result) ([]byte, error) {
 		return EncodeJSON(BodyView(res.Page), false)
 	})
 }
@@ -461,12 +463,9 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 	h.serve(w, r, "preview", origin.Request{Kind: parser.KindPreview, Channel: ch}, renderPreview)
 }
 
-func (h *handler) previewEntry(ctx context.Context, ch string) (cache.Entry, error) {
-	return h.previewFrom(ctx, origin.Request{Kind: parser.KindPreview, Channel: ch})
-}
-
-func (h *handler) previewFrom(ctx context.Context, req origin.Request) (cache.Entry, error) {
-	e, _, err := h.pages.RenderedRep(ctx, renderKey("preview"), req, renderPreview)
+func (h *handler) previewEntry(ctx context.Context, ch, client string, cacheOnly bool) (cache.Entry, error) {
+	req := origin.Request{Kind: parser.KindPreview, Channel: ch, Client: client, CacheOnly: cacheOnly}
+	e, _, err := h.pages.RenderedRepFor(ctx, renderKey("preview"), req, nil, renderPreview)
 	return e, err
 }
 
@@ -478,7 +477,7 @@ func renderPreview(res pages.Result) ([]byte, error) {
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
 	info := requestInfo(r.Context())
 	req.CacheOnly = info != nil && info.cacheOnly
-	e, rep, err := h.pages.RenderedRep(r.Context(), renderKey(key), req, render)
+	e, rep, err := h.pages.RenderedRepFor(r.Context(), renderKey(key), req, h.who(r, info), render)
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -618,13 +617,10 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	entry := h.previewEntry
-	if cacheOnly(r) {
-		entry = func(ctx context.Context, ch string) (cache.Entry, error) {
-			return h.previewFrom(ctx, origin.Request{Kind: parser.KindPreview, Channel: ch, CacheOnly: true})
-		}
-	}
-	results := pages.EachChannel(r.Context(), h.fanOut, in.Channels, h.concurrency, entry)
+	client, cacheOnly := h.clientName(r), cacheOnly(r)
+	results := pages.EachChannel(r.Context(), h.fanOut, in.Channels, h.concurrency, func(ctx context.Context, ch string) (cache.Entry, error) {
+		return h.previewEntry(ctx, ch, client, cacheOnly)
+	})
 	out := make(map[string]json.RawMessage, len(results))
 	maxAge, cacheable := h.refresh, h.refresh > 0
 	for _, res := range results {

@@ -134,7 +134,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			cfg.Widget = w
 		}
 	}
-	cfg.RateLimit = server.NewRateLimit(opts.rateLimitRPM, cfg.TrustedProxies)
+	cfg.RateLimit = server.NewRateLimit(server.RateLimitConfig{RPM: opts.rateLimitRPM, Trusted: cfg.TrustedProxies, Now: e.clock.Now})
 	cfg.StreamsPerClient = opts.streams
 	if opts.media {
 		m, ok := svc.(server.MediaService)
@@ -689,7 +689,7 @@ func TestNoInputGives500(t *testing.T) {
 // panicking is a page service that panics, to exercise the last resort.
 type panicking struct{}
 
-func (panicking) RenderedRep(context.Context, string, origin.Request, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
+func (panicking) RenderedRepFor(context.Context, string, origin.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
 	panic("boom")
 }
 

@@ -42,6 +42,7 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 			return
 		}
 		req := q.Request
+		req.Who = h.who(r, requestInfo(r.Context()))
 		p, err := h.feeds.Feed(r.Context(), req)
 		if err != nil {
 			h.failErr(w, r, err)

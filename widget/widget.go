@@ -60,6 +60,10 @@ var ImageHosts = []string{"https://telegram.org", "https://t.me", "https://*.tel
 // Config configures a Handler.
 type Config struct {
 	Feed FeedService // required
+	// Client names a request's client as the server's per-client limits
+	// do (server.ClientKey): a feed built for a widget is charged to its
+	// share of the origin budget. nil: nobody's.
+	Client func(r *http.Request) string
 	// FrameAncestors are the pages allowed to embed the widget, as
 	// Content-Security-Policy frame-ancestors sources ("*",
 	// "https://dash.example.com", "'self'"). Empty means "*". 'self' is
@@ -108,6 +112,7 @@ type Handler struct {
 	csp      string
 	assets   *assets
 	log      *slog.Logger
+	client   func(*http.Request) string // Config.Client
 }
 
 // A frame-ancestors source: a keyword or a scheme/host source without the
@@ -165,7 +170,7 @@ func New(cfg Config) (*Handler, error) {
 		// The media links' origin; they redirect to ImageHosts.
 		imgSrc = append(imgSrc, u.Scheme+"://"+u.Host)
 	}
-	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, mint: cfg.MintKey, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger}
+	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, mint: cfg.MintKey, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger, client: cfg.Client}
 	if h.poll <= 0 {
 		h.poll = DefaultPollInterval
 	}
@@ -224,7 +229,11 @@ func (h *Handler) load(w http.ResponseWriter, r *http.Request) (view, *feed.Page
 		h.errorPage(w, http.StatusBadRequest, err.Error())
 		return v, nil, false
 	}
-	p, err := h.feeds.Feed(r.Context(), v.req)
+	req := v.req
+	if h.client != nil {
+		req.Client = h.client(r)
+	}
+	p, err := h.feeds.Feed(r.Context(), req)
 	if err != nil {
 		h.failFeed(w, err)
 		return v, nil, false
@@ -383,8 +392,10 @@ func (h *Handler) failFeed(w http.ResponseWriter, err error) {
 		status = http.StatusBadRequest
 	case fault.NotFound, fault.NotAChannel, fault.PostNotFound:
 		status = http.StatusNotFound
-	case fault.RateLimited:
+	case fault.RateLimited, fault.ClientOverBudget:
 		status = http.StatusTooManyRequests
+	case fault.OverBudget:
+		status = http.StatusServiceUnavailable
 	case fault.Upstream:
 		status = http.StatusBadGateway
 	case fault.Unavailable:

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/origin"
 )
 
@@ -50,4 +51,17 @@ func newCache(ctx context.Context, cfg serveConfig, maxBytes int64, log *slog.Lo
 	}
 	log.Debug("embedded cache", "max_bytes", maxBytes, "refresh", cfg.Refresh)
 	return mem, nil
+}
+
+// newLimiter is the limiter of the origin budget: in Valkey when the page
+// cache is there, so that every process draws on one budget (and on its
+// own while Valkey is unreachable), else in process.
+func newLimiter(pageCache cache.Cache) gcra.Limiter {
+	if v, ok := pageCache.(*cache.Valkey); ok {
+		l, err := gcra.NewValkey(gcra.ValkeyConfig{KV: v.KV()})
+		if err == nil {
+			return l
+		}
+	}
+	return gcra.NewLocal(gcra.LocalConfig{})
 }

@@ -24,56 +24,69 @@ import (
 // comes from an environment variable, overridden by the flag of the same
 // meaning.
 type serveConfig struct {
-	Port                int           // PORT, --port
-	Origin              string        // TME_ORIGIN, --origin
-	FallbackOrigin      string        // TME_FALLBACK_ORIGIN, --fallback-origin
-	OriginProxies       string        // ORIGIN_PROXIES, --origin-proxies; checked by origin.ParseEgresses
-	CacheMode           string        // CACHE_MODE, --cache-mode
-	Refresh             time.Duration // derived from CacheMode
-	MemoryMaxMB         int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
-	MemoryLimitMB       int           // MEMORY_LIMIT_MB, --memory-limit-mb; 0 = derived (see applyMemoryLimit)
-	MemoryMaxTTL        time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
-	ValkeyURL           string        // VALKEY_URL, --valkey-url
-	ValkeyTimeout       time.Duration // VALKEY_TIMEOUT, --valkey-timeout
-	UpstreamTimeout     time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
-	BreakerFailures     int           // UPSTREAM_BREAKER_FAILURES, --upstream-breaker-failures
-	BreakerCoolDown     time.Duration // UPSTREAM_BREAKER_COOLDOWN, --upstream-breaker-cooldown
-	RetryBudget         float64       // UPSTREAM_RETRY_BUDGET, --upstream-retry-budget
-	NegativeTTL         time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
-	ShutdownTimeout     time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
-	LogLevel            slog.Level    // LOG_LEVEL, --log-level
-	LogFormat           string        // LOG_FORMAT, --log-format: json, text or auto
-	RateLimitRPM        int           // RATE_LIMIT_RPM, --rate-limit-rpm (0 = off)
-	TrustedProxies      string        // TRUSTED_PROXIES, --trusted-proxies (comma-separated; checked by parsePrefixes)
-	Demo                bool          // --demo
-	CORSOrigins         string        // CORS_ORIGINS, --cors-origins (comma-separated)
-	Introspection       bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
-	GraphQLTimeout      time.Duration // GRAPHQL_TIMEOUT, --graphql-timeout
-	GraphQLMaxMB        int           // GRAPHQL_MAX_RESPONSE_MB, --graphql-max-response-mb
-	GraphQLMaxExpensive int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
-	FeedMaxChannels     int           // FEED_MAX_CHANNELS, --feed-max-channels
-	HistoryMaxPages     int           // HISTORY_MAX_PAGES, --history-max-pages
-	CursorKey           string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
-	FrameAncestors      string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
-	EmbedPoll           time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
-	PublicURL           string        // PUBLIC_URL, --public-url ("" = the request's Host, Telegram's media URLs)
-	Updater             bool          // UPDATER, --updater (on | off)
-	UpdaterConcurrency  int           // UPDATER_CONCURRENCY, --updater-concurrency
-	UpdaterTop          int           // UPDATER_TOP, --updater-top
-	Compression         bool          // COMPRESSION, --compression
-	CompressionMinBytes int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
-	SubsPerConnection   int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
-	SubsMax             int           // SUBSCRIPTIONS_MAX, --subscriptions-max
-	StreamsPerClient    int           // STREAMS_PER_CLIENT, --streams-per-client (0 = no bound)
-	MaxConnections      int           // MAX_CONNECTIONS, --max-connections (0 = no bound)
-	ConnsPerClient      int           // CONNECTIONS_PER_CLIENT, --connections-per-client (0 = no bound)
-	SubBuffer           int           // SUBSCRIPTION_BUFFER, --subscription-buffer
-	WSInitTimeout       time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
-	StreamKeepAlive     time.Duration // STREAM_KEEPALIVE, --stream-keepalive
-	APIKeysFile         string        // API_KEYS_FILE, --api-keys-file ("" = no keys: every route open)
-	Anonymous           string        // ANONYMOUS, --anonymous: off, cached or on (with API_KEYS_FILE)
-	MetricsAddr         string        // METRICS_ADDR, --metrics-addr ("" = /metrics on the public port)
+	Port                 int           // PORT, --port
+	Origin               string        // TME_ORIGIN, --origin
+	FallbackOrigin       string        // TME_FALLBACK_ORIGIN, --fallback-origin
+	OriginProxies        string        // ORIGIN_PROXIES, --origin-proxies; checked by origin.ParseEgresses
+	CacheMode            string        // CACHE_MODE, --cache-mode
+	Refresh              time.Duration // derived from CacheMode
+	MemoryMaxMB          int           // MEMORY_CACHE_MAX_MB, --memory-cache-max-mb
+	MemoryLimitMB        int           // MEMORY_LIMIT_MB, --memory-limit-mb; 0 = derived (see applyMemoryLimit)
+	MemoryMaxTTL         time.Duration // MEMORY_CACHE_MAX_TTL, --memory-cache-max-ttl
+	ValkeyURL            string        // VALKEY_URL, --valkey-url
+	ValkeyTimeout        time.Duration // VALKEY_TIMEOUT, --valkey-timeout
+	UpstreamTimeout      time.Duration // UPSTREAM_TIMEOUT, --upstream-timeout
+	BreakerFailures      int           // UPSTREAM_BREAKER_FAILURES, --upstream-breaker-failures
+	BreakerCoolDown      time.Duration // UPSTREAM_BREAKER_COOLDOWN, --upstream-breaker-cooldown
+	RetryBudget          float64       // UPSTREAM_RETRY_BUDGET, --upstream-retry-budget
+	NegativeTTL          time.Duration // NEGATIVE_CACHE_TTL, --negative-cache-ttl (0 = off)
+	ShutdownTimeout      time.Duration // SHUTDOWN_TIMEOUT, --shutdown-timeout
+	LogLevel             slog.Level    // LOG_LEVEL, --log-level
+	LogFormat            string        // LOG_FORMAT, --log-format: json, text or auto
+	RateLimitRPM         int           // RATE_LIMIT_RPM, --rate-limit-rpm (0 = off)
+	TrustedProxies       string        // TRUSTED_PROXIES, --trusted-proxies (comma-separated; checked by parsePrefixes)
+	Demo                 bool          // --demo
+	CORSOrigins          string        // CORS_ORIGINS, --cors-origins (comma-separated)
+	Introspection        bool          // GRAPHQL_INTROSPECTION, --graphql-introspection
+	GraphQLTimeout       time.Duration // GRAPHQL_TIMEOUT, --graphql-timeout
+	GraphQLMaxMB         int           // GRAPHQL_MAX_RESPONSE_MB, --graphql-max-response-mb
+	GraphQLMaxExpensive  int           // GRAPHQL_MAX_EXPENSIVE, --graphql-max-expensive (0 = half the CPUs)
+	FeedMaxChannels      int           // FEED_MAX_CHANNELS, --feed-max-channels
+	HistoryMaxPages      int           // HISTORY_MAX_PAGES, --history-max-pages
+	CursorKey            string        // CURSOR_KEY, --cursor-key ("" = feed.DefaultCursorKey)
+	FrameAncestors       string        // EMBED_FRAME_ANCESTORS, --embed-frame-ancestors (space- or comma-separated)
+	EmbedPoll            time.Duration // EMBED_POLL_INTERVAL, --embed-poll-interval
+	PublicURL            string        // PUBLIC_URL, --public-url ("" = the request's Host, Telegram's media URLs)
+	Updater              bool          // UPDATER, --updater (on | off)
+	UpdaterConcurrency   int           // UPDATER_CONCURRENCY, --updater-concurrency
+	UpdaterTop           int           // UPDATER_TOP, --updater-top
+	Compression          bool          // COMPRESSION, --compression
+	CompressionMinBytes  int           // COMPRESSION_MIN_BYTES, --compression-min-bytes
+	SubsPerConnection    int           // SUBSCRIPTIONS_PER_CONNECTION, --subscriptions-per-connection
+	SubsMax              int           // SUBSCRIPTIONS_MAX, --subscriptions-max
+	StreamsPerClient     int           // STREAMS_PER_CLIENT, --streams-per-client (0 = no bound)
+	MaxConnections       int           // MAX_CONNECTIONS, --max-connections (0 = no bound)
+	ConnsPerClient       int           // CONNECTIONS_PER_CLIENT, --connections-per-client (0 = no bound)
+	SubBuffer            int           // SUBSCRIPTION_BUFFER, --subscription-buffer
+	WSInitTimeout        time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
+	StreamKeepAlive      time.Duration // STREAM_KEEPALIVE, --stream-keepalive
+	APIKeysFile          string        // API_KEYS_FILE, --api-keys-file ("" = no keys: every route open)
+	Anonymous            string        // ANONYMOUS, --anonymous: off, cached or on (with API_KEYS_FILE)
+	MetricsAddr          string        // METRICS_ADDR, --metrics-addr ("" = /metrics on the public port)
+	OriginRPM            int           // ORIGIN_RPM, --origin-rpm
+	OriginBurst          int           // ORIGIN_BURST, --origin-burst (0 = ORIGIN_RPM/5)
+	ClientOriginRPM      int           // CLIENT_ORIGIN_RPM, --client-origin-rpm (0 = no per-client share)
+	SubChannelsPerClient int           // SUBSCRIBED_CHANNELS_PER_CLIENT, --subscribed-channels-per-client (0 = no cap)
 }
+
+// Defaults of the origin budget (README's settings table says why).
+const (
+	defaultOriginRPM       = 600
+	defaultClientOriginRPM = 60
+	// defaultSubChannels is SUBSCRIBED_CHANNELS_PER_CLIENT's default: a
+	// few dashboards of a full feed (FEED_MAX_CHANNELS) each.
+	defaultSubChannels = 500
+)
 
 // defaultStreamsPerClient is STREAMS_PER_CLIENT's default (README's
 // settings table says why this number).
@@ -104,7 +117,10 @@ var serveSettings = []setting{
 	{"LOG_LEVEL", "log-level", "info", "debug | info | warn | error"},
 	{"LOG_FORMAT", "log-format", "auto", "json | text | auto (text when stderr is a terminal, else json)"},
 	{"RATE_LIMIT_RPM", "rate-limit-rpm", "0", "requests per minute one client may make to /v1, /graphql, /media and the widget's /embed and /embed/posts (not its assets or /embed/new), each subscribe message on an open WebSocket counting as one, answered 429 with Retry-After beyond; 0 = no limit"},
-	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT); empty = the peer address is the client"},
+	{"ORIGIN_RPM", "origin-rpm", strconv.Itoa(defaultOriginRPM), "requests a minute sent to Telegram from one egress address (this server's own, shared by every process with VALKEY_URL), whatever asks for them; beyond it stale copies are served longer, the updater slows down and a page no tier holds is 503 origin_budget_exhausted with Retry-After"},
+	{"ORIGIN_BURST", "origin-burst", "0", "requests to Telegram that may go at once within ORIGIN_RPM; 0 = ORIGIN_RPM/5"},
+	{"CLIENT_ORIGIN_RPM", "client-origin-rpm", strconv.Itoa(defaultClientOriginRPM), "requests to Telegram one client (as RATE_LIMIT_RPM counts clients) may cause a minute, after a burst of 120 (one cold feed of 100 channels); beyond it a page no tier holds is 429 rate_limited with Retry-After, cached answers are served as ever; 0 = no per-client share"},
+	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT, CLIENT_ORIGIN_RPM); empty = the peer address is the client"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
 	{"GRAPHQL_TIMEOUT", "graphql-timeout", "10s", "deadline of one GraphQL operation, from parsing to the last byte"},
@@ -127,6 +143,7 @@ var serveSettings = []setting{
 	{"STREAMS_PER_CLIENT", "streams-per-client", strconv.Itoa(defaultStreamsPerClient), "most streams (WebSocket connections and event streams at /graphql together) one client (an IPv4 address or IPv6 /64, see TRUSTED_PROXIES) holds open at once, answered 429 with Retry-After beyond; at most SUBSCRIPTIONS_MAX (the default is lowered to it); 0 = no bound"},
 	{"MAX_CONNECTIONS", "max-connections", "20000", "most TCP connections the API keeps open at once (WebSocket and event streams included); one more is answered 503 with Retry-After and closed; 0 = no bound"},
 	{"CONNECTIONS_PER_CLIENT", "connections-per-client", "1024", "most TCP connections one peer address (an IPv6 /64 as one; TRUSTED_PROXIES not counted) keeps open at once, answered 429 with Retry-After and closed beyond; at least STREAMS_PER_CLIENT; 0 = no bound"},
+	{"SUBSCRIBED_CHANNELS_PER_CLIENT", "subscribed-channels-per-client", strconv.Itoa(defaultSubChannels), "most distinct channels one client (as STREAMS_PER_CLIENT counts clients) keeps subscribed at once over all its streams, each refreshed by the updater once a window on the origin budget; a subscription beyond is refused with RATE_LIMITED; 0 = no cap"},
 	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
 	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
 	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
@@ -240,6 +257,17 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	if cfg.RateLimitRPM, err = strconv.Atoi(*vals["RATE_LIMIT_RPM"]); err != nil || cfg.RateLimitRPM < 0 {
 		bad("RATE_LIMIT_RPM", errors.New("want a whole number of requests per minute, 0 for no limit"))
 	}
+	if cfg.OriginRPM, err = strconv.Atoi(*vals["ORIGIN_RPM"]); err != nil || cfg.OriginRPM < 1 || cfg.OriginRPM > 600_000 {
+		bad("ORIGIN_RPM", errors.New("want a whole number of requests a minute from 1 to 600000: Telegram's answers are never unbounded"))
+	}
+	if cfg.OriginBurst, err = strconv.Atoi(*vals["ORIGIN_BURST"]); err != nil || cfg.OriginBurst < 0 {
+		bad("ORIGIN_BURST", errors.New("want a whole number of requests, 0 for ORIGIN_RPM/5"))
+	} else if cfg.OriginRPM > 0 && cfg.OriginBurst > cfg.OriginRPM {
+		bad("ORIGIN_BURST", fmt.Errorf("more than ORIGIN_RPM (%d): a burst larger than a minute's budget would let a minute exceed it twice over", cfg.OriginRPM))
+	}
+	if cfg.ClientOriginRPM, err = strconv.Atoi(*vals["CLIENT_ORIGIN_RPM"]); err != nil || cfg.ClientOriginRPM < 0 {
+		bad("CLIENT_ORIGIN_RPM", errors.New("want a whole number of requests a minute, 0 for no per-client share"))
+	}
 	cfg.TrustedProxies = *vals["TRUSTED_PROXIES"]
 	if _, err := parsePrefixes(cfg.TrustedProxies); err != nil {
 		bad("TRUSTED_PROXIES", err)
@@ -333,6 +361,9 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		// Each stream holds a connection: the streams allowed would be
 		// refused as connections first, without the streams' 429.
 		bad("CONNECTIONS_PER_CLIENT", fmt.Errorf("fewer than STREAMS_PER_CLIENT (%d), each of which holds a connection; want at least %d, or 0 for no bound", cfg.StreamsPerClient, cfg.StreamsPerClient))
+	}
+	if cfg.SubChannelsPerClient, err = strconv.Atoi(*vals["SUBSCRIBED_CHANNELS_PER_CLIENT"]); err != nil || cfg.SubChannelsPerClient < 0 {
+		bad("SUBSCRIBED_CHANNELS_PER_CLIENT", errors.New("want a whole number of channels, 0 for no cap"))
 	}
 	cfg.WSInitTimeout = duration(*vals["WS_INIT_TIMEOUT"], func(err error) { bad("WS_INIT_TIMEOUT", err) }, false)
 	if cfg.WSInitTimeout > 0 && cfg.WSInitTimeout < time.Second {

@@ -34,6 +34,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		MaxConnections: 20_000, ConnsPerClient: 1024,
 		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
 		Anonymous: "off",
+		OriginRPM: 600, ClientOriginRPM: 60, SubChannelsPerClient: 500,
 	}
 	if cfg != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)

@@ -27,7 +27,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, acc *server.Access, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, acc *server.Access, client func(*http.Request) string, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -70,16 +70,18 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		Logger:               log,
 		Operation:            server.NoteOperation,
 
-		Live:                       hub,
-		Origins:                    splitList(cfg.CORSOrigins), // the CORS policy
-		SubscriptionsPerConnection: cfg.SubsPerConnection,
-		MaxSubscriptions:           cfg.SubsMax,
-		InitTimeout:                cfg.WSInitTimeout,
-		KeepAlive:                  cfg.StreamKeepAlive,
-		AllowSubscribe:             allowSubscribe,
-		InitWebSocket:              initWS,
-		Scope:                      scope,
-		PrivateAnswers:             acc != nil,
+		Live:                        hub,
+		Origins:                     splitList(cfg.CORSOrigins), // the CORS policy
+		SubscriptionsPerConnection:  cfg.SubsPerConnection,
+		MaxSubscriptions:            cfg.SubsMax,
+		InitTimeout:                 cfg.WSInitTimeout,
+		KeepAlive:                   cfg.StreamKeepAlive,
+		AllowSubscribe:              allowSubscribe,
+		InitWebSocket:               initWS,
+		Scope:                       scope,
+		PrivateAnswers:              acc != nil,
+		Client:                      client,
+		SubscribedChannelsPerClient: cfg.SubChannelsPerClient,
 	})
 	if err != nil {
 		feeds.Close()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tmefeed/tmefeed/cache"
+	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/server"
 )
@@ -71,6 +73,24 @@ func (st *stack) registerCollectors(reg *metrics.Registry) error {
 				}
 				for _, h := range st.origin.Health() {
 					emit(metrics.BreakerValue(h.Breaker), "origin", h.Egress, h.Host)
+				}
+			}),
+		metrics.NewFuncCollector("origin_budget", "tokens", "Tokens left in the origin budget's bucket of each egress at its last decision (shared by every process with VALKEY_URL); ORIGIN_BURST when full.",
+			prometheus.GaugeValue, []string{"egress"}, func(emit func(float64, ...string)) {
+				for _, b := range st.origin.Budget() {
+					emit(float64(b.Tokens), b.Egress)
+				}
+			}),
+		metrics.NewFuncCollector("origin_budget", "local_decisions_total", "Origin budget decisions this process made on its own bucket because Valkey could not answer (VALKEY_URL set): meanwhile the budget is per process.",
+			prometheus.CounterValue, nil, func(emit func(float64, ...string)) {
+				if v, ok := st.limiter.(*gcra.Valkey); ok {
+					emit(float64(v.FellBack()))
+				}
+			}),
+		metrics.NewFuncCollector("origin_budget", "requests_per_minute", "The origin budget of each egress (ORIGIN_RPM).",
+			prometheus.GaugeValue, []string{"egress"}, func(emit func(float64, ...string)) {
+				for _, b := range st.origin.Budget() {
+					emit(float64(b.RPM), b.Egress)
 				}
 			}),
 		metrics.NewFuncCollector("origin", "last_answer_timestamp_seconds", "Unix time of the origin host's last answer through the egress (a page or a definitive not-found); 0 before the first.",
@@ -148,7 +168,47 @@ func (st *stack) readyChecks() []server.ReadyCheck {
 	return []server.ReadyCheck{
 		{Name: "cache", Check: st.cacheReady},
 		{Name: "origin", Check: st.originReady},
+		{Name: "origin_budget", Check: st.budgetReady},
 	}
+}
+
+// budgetSpentLately is how recent an empty bucket must be for /readyz to
+// call the origin budget spent.
+const budgetSpentLately = 10 * time.Second
+
+// budgetReady reports the origin budget of each egress: degraded while a
+// bucket was found empty lately (pages no tier holds are refused, stale
+// copies served longer), never down: cached answers are served as ever.
+func (st *stack) budgetReady(context.Context) server.CheckResult {
+	type egress struct {
+		Egress      string            `json:"egress"`
+		RPM         int               `json:"rpm"`
+		Burst       int               `json:"burst"`
+		Tokens      int               `json:"tokens"`
+		Decided     *time.Time        `json:"decided,omitempty"`
+		Refused     map[string]uint64 `json:"refused"`
+		ClientRPM   int               `json:"client_rpm,omitempty"`
+		ClientBurst int               `json:"client_burst,omitempty"`
+	}
+	var list []egress
+	var spent []string
+	for _, b := range st.origin.Budget() {
+		e := egress{Egress: b.Egress, RPM: b.RPM, Burst: b.Burst, Tokens: b.Tokens, Refused: b.Refused, ClientRPM: b.ClientRPM, ClientBurst: b.ClientBurst}
+		if !b.Decided.IsZero() {
+			t := b.Decided.UTC()
+			e.Decided = &t
+			if b.Tokens == 0 && time.Since(t) < budgetSpentLately {
+				spent = append(spent, b.Egress)
+			}
+		}
+		list = append(list, e)
+	}
+	res := server.CheckResult{Status: server.ReadyOK, Data: map[string]any{"egresses": list}}
+	if len(spent) > 0 {
+		res.Status = server.ReadyDegraded
+		res.Detail = "the origin budget (ORIGIN_RPM) of " + strings.Join(spent, ", ") + " is spent: stale copies are served longer, the updater slows down, pages no tier holds are refused with Retry-After"
+	}
+	return res
 }
 
 func (st *stack) cacheReady(ctx context.Context) server.CheckResult {

@@ -527,3 +527,66 @@ func TestMetricsStreamsOutOfLatency(t *testing.T) {
 		t.Errorf("latency count %v after a stream, want 1 (the query only)", n)
 	}
 }
+
+// The origin budget is seen where operators look: a reader refused for
+// it gets 503 origin_budget_exhausted with Retry-After, /readyz shows the
+// budget spent (degraded, still ready: cached answers are served), and
+// /metrics counts the decisions by class and outcome and shows the
+// bucket's tokens.
+func TestOriginBudgetInReadyzAndMetrics(t *testing.T) {
+	// A token every 10 s, two at once: the third cold page cannot wait
+	// for its token (2 s at most) and is refused.
+	s := startLive(t, map[string]string{"ORIGIN_RPM": "6", "ORIGIN_BURST": "2", "CLIENT_ORIGIN_RPM": "0", "UPDATER": "off", "LOG_LEVEL": "error"})
+	chs := s.origin.Channels()
+	for _, ch := range chs[:2] {
+		if status, _, out := s.do(t, http.MethodGet, "/v1/body/"+ch, ""); status != http.StatusOK {
+			t.Fatalf("%s within the burst: %d %s", ch, status, out)
+		}
+	}
+	status, h, out := s.do(t, http.MethodGet, "/v1/body/"+chs[2], "")
+	retry, _ := strconv.Atoi(h.Get("Retry-After"))
+	if status != http.StatusServiceUnavailable || !strings.Contains(out, `"origin_budget_exhausted"`) || retry < 1 || retry > 10 {
+		t.Fatalf("past the burst: %d, Retry-After %q, %s", status, h.Get("Retry-After"), out)
+	}
+	// What is held is still served.
+	if status, _, _ := s.do(t, http.MethodGet, "/v1/body/"+chs[0], ""); status != http.StatusOK {
+		t.Errorf("a cached page with the budget spent: %d", status)
+	}
+	status, _, out = s.do(t, http.MethodGet, "/readyz", "")
+	var r struct {
+		Status string
+		Checks map[string]struct {
+			Status string
+			Data   struct {
+				Egresses []struct {
+					Egress  string
+					RPM     int
+					Burst   int
+					Tokens  int
+					Refused map[string]int
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("/readyz: %v: %s", err, out)
+	}
+	b := r.Checks["origin_budget"]
+	if status != http.StatusOK || r.Status != "degraded" || b.Status != "degraded" || len(b.Data.Egresses) != 1 {
+		t.Fatalf("/readyz with the budget spent: %d %s", status, out)
+	}
+	if e := b.Data.Egresses[0]; e.Egress != "direct" || e.RPM != 6 || e.Burst != 2 || e.Tokens != 0 || e.Refused["reader"] != 1 {
+		t.Errorf("/readyz budget %+v", e)
+	}
+	_, _, m := s.do(t, http.MethodGet, "/metrics", "")
+	for _, want := range []string{
+		`tmefeed_origin_budget_decisions_total{class="reader",egress="direct",outcome="admitted"} 2`,
+		`tmefeed_origin_budget_decisions_total{class="reader",egress="direct",outcome="refused"} 1`,
+		`tmefeed_origin_budget_tokens{egress="direct"} 0`,
+		`tmefeed_origin_budget_requests_per_minute{egress="direct"} 6`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/metrics"
@@ -257,7 +258,8 @@ const liveChannel = "tmefeed:live:v1"
 type stack struct {
 	handler   http.Handler
 	budget    memoryBudget
-	pageCache cache.Cache // page bytes and rendered answers
+	pageCache cache.Cache  // page bytes and rendered answers
+	limiter   gcra.Limiter // the origin budget's
 	origin    *origin.Client
 	metrics   *metrics.Registry
 	pages     *pages.Service
@@ -299,6 +301,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		st.Close()
 		return nil, fmt.Errorf("ORIGIN_PROXIES: %w", err)
 	}
+	st.limiter = newLimiter(pageCache)
 	ocfg := origin.Config{
 		BaseURL:         originURL,
 		FallbackURL:     fallbackURL,
@@ -308,6 +311,15 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		BreakerCoolDown: cfg.BreakerCoolDown,
 		RetryBudget:     cfg.RetryBudget,
 		Observe:         st.metrics.Origin.Attempt,
+		Budget: &origin.Budget{
+			Limiter:   st.limiter,
+			RPM:       cfg.OriginRPM,
+			Burst:     cfg.OriginBurst,
+			ClientRPM: cfg.ClientOriginRPM,
+			Observe: func(egress string, class origin.Class, outcome string, wait time.Duration) {
+				st.metrics.Origin.Budget(egress, class.String(), outcome, wait)
+			},
+		},
 	}
 	if cfg.RetryBudget == 0 {
 		ocfg.MaxRetries = -1 // a budget of nothing: no retries (origin.Config reads 0 as the default)
@@ -372,14 +384,11 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	// One budget per client for the HTTP routes and the subscribe
 	// messages of its WebSocket connections. With keys, consumers' own
 	// rpm= count even when RATE_LIMIT_RPM is 0.
-	rateLimit := server.NewRateLimit(cfg.RateLimitRPM, trusted)
+	rateLimit := server.NewRateLimit(server.RateLimitConfig{RPM: cfg.RateLimitRPM, Trusted: trusted, Consumers: acc != nil})
 	// One bound on the channel look-ups of every fan-out (subscriptions
 	// starting, previews), counted in the memory budget.
 	fanOut := pages.NewGate(st.budget.FanOutPages)
-	if acc != nil {
-		rateLimit = server.NewConsumerRateLimit(cfg.RateLimitRPM, trusted)
-	}
-	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, acc, log)
+	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, acc, server.ClientKey(trusted), log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -398,6 +407,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	}
 	embed, err := widget.New(widget.Config{
 		MintKey:        mint,
+		Client:         server.ClientKey(trusted),
 		Feed:           gql.feeds,
 		FrameAncestors: frameAncestors(cfg.FrameAncestors),
 		PollInterval:   cfg.EmbedPoll,

@@ -47,3 +47,14 @@ func side(key, suffix string) string {
 	}
 	return "{" + key + "}:" + suffix
 }
+
+// Budget is the key of an origin budget's bucket (package gcra): egress
+// names the address the requests leave from ("direct" without a proxy).
+// Every budget key shares one hash tag, so that a request's two buckets
+// (its egress and its client, see ClientBudget) are decided by one script
+// on one node.
+func Budget(egress string) string { return "tme:v1:{budget}:egress:" + egress }
+
+// ClientBudget is the key of one client's share of the origin budget
+// (CLIENT_ORIGIN_RPM), in Budget's slot.
+func ClientBudget(client string) string { return "tme:v1:{budget}:client:" + client }

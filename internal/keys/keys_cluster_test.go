@@ -57,6 +57,13 @@ func TestClusterKeySlots(t *testing.T) {
 		t.Errorf("5 channels in %d slots: channels do not spread over the cluster", len(channelSlots))
 	}
 
+	budget := slot(Budget("direct"))
+	for _, k := range []string{Budget("proxy-1"), ClientBudget("192.0.2.7"), ClientBudget("2001:db8::/64")} {
+		if got := slot(k); got != budget {
+			t.Errorf("%q in slot %d, the direct egress's bucket in %d", k, got, budget)
+		}
+	}
+
 	apqSlots := map[int]bool{}
 	for i := range 8 {
 		k := APQ(fmt.Sprintf("%064x", i*7919))

@@ -35,6 +35,20 @@ func TestChannelKeysShareSlot(t *testing.T) {
 	}
 }
 
+// One request's buckets (its egress and its client) are decided by one
+// script, which a cluster runs only over keys of one slot.
+func TestBudgetKeysShareSlot(t *testing.T) {
+	want := hashSlot(Budget("direct"))
+	for _, k := range []string{Budget("proxy-2"), ClientBudget("192.0.2.7"), ClientBudget("2001:db8::/64")} {
+		if got := hashSlot(k); got != want {
+			t.Errorf("%q in slot %d, the direct egress in %d", k, got, want)
+		}
+	}
+	if Budget("a") == ClientBudget("a") {
+		t.Error("an egress and a client of one name share a key")
+	}
+}
+
 // hashSlot is Valkey Cluster's key slot: CRC16 (XMODEM) of the hash tag,
 // or of the whole key without one, modulo 16384.
 func hashSlot(key string) uint16 {
