@@ -30,7 +30,12 @@ func TestMemoryOneOffPagesDoNotEvictRepeatedReads(t *testing.T) {
 	o := fixtures.NewOrigin(fixtures.OriginOptions{Synthetic: 2 * channels})
 	ts := httptest.NewServer(o)
 	t.Cleanup(ts.Close)
-	cfg, err := parseServeConfig([]string{"--port", "0", "--origin", ts.URL}, env(map[string]string{"UPDATER": "off", "LOG_LEVEL": "error"}), io.Discard)
+	cfg, err := parseServeConfig([]string{"--port", "0", "--origin", ts.URL}, env(map[string]string{
+		"UPDATER": "off", "LOG_LEVEL": "error",
+		// One client floods on purpose: admission is measured here, not
+		// the origin budget.
+		"ORIGIN_RPM": "600000", "CLIENT_ORIGIN_RPM": "0",
+	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

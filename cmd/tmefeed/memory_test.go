@@ -162,14 +162,15 @@ func procStatus(field string) int64 {
 
 // The load of TestMemoryBudget, and the peak RSS it must stay under at
 // MEMORY_CACHE_MAX_MB=16: the Go memory limit derived from that budget
-// (4×16+64 MiB). Measured peaks are 105–115 MiB; README "Memory" states
-// both.
+// (4×16+64 MiB) plus 16 MiB of the executable's own mapped pages, which
+// RSS counts and the Go limit does not (about 22 MiB file-backed).
+// README "Memory" states both.
 const (
 	memBudgetMB  = 16
 	memPages     = 3000 // distinct channel pages (999 channels × positions)
 	memFeeds     = 40   // distinct 100-channel feeds
 	memFeedWidth = 100
-	memRSSBound  = 128 << 20
+	memRSSBound  = 144 << 20
 )
 
 // TestMemoryBudget drives the service at MEMORY_CACHE_MAX_MB=16 through
@@ -232,7 +233,13 @@ func TestMemoryBudget(t *testing.T) {
 	before := l.report()
 
 	start := time.Now()
-	l.run(16, memPages, func(i int) { l.body(i%990, i/990) })
+	// Each page is read twice, a hundred pages apart: the page tier
+	// admits a page to its main store on its second read (one-off pages
+	// wait in its trial queue), and the main store is what is measured.
+	l.run(16, 2*memPages, func(i int) {
+		j := i/200*100 + i%100
+		l.body(j%990, j/990)
+	})
 	pagesOnly := l.report()
 	l.run(4, memFeeds, func(i int) { l.feed(i, i%2 == 0) })
 	took := time.Since(start)
