@@ -162,10 +162,6 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 // the peer is a trusted proxy; then the nearest address in X-Forwarded-For
 // that is not a trusted proxy itself (the ones before it could be forged
 // by the client), else X-Real-IP.
-func (h *handler) clientAddr(r *http.Request) netip.Addr {
-	return clientAddr(r, h.trusted)
-}
-
 func clientAddr(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := peerAddr(r.RemoteAddr)
 	if !trustedProxy(trusted, peer) {
