@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,58 @@ type streams struct {
 	ended   map[*streamEnd]struct{} // open subscriptions' ends
 
 	channels *channelCap // SUBSCRIBED_CHANNELS_PER_CLIENT
+
+	// starting is the places of the subscriptions starting at once: their
+	// documents read, their arguments decoded, their channels looked up in
+	// the cache and registered with the hub. That is all CPU, and a client
+	// opening two thousand subscriptions at once would otherwise make two
+	// thousand goroutines runnable together, each cached read of everyone
+	// else queueing behind them in the Go scheduler; so starting keeps to
+	// half the CPUs, and a start waiting for Telegram gives its place back
+	// while it waits (startTurn.pause).
+	starting chan struct{}
+}
+
+// startingPlaces is len(streams.starting): half the CPUs, at least one.
+func startingPlaces() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+
+// startTurn is one subscription's place among those starting.
+type startTurn struct {
+	places chan struct{}
+	held   bool
+}
+
+// take waits for a place while ctx lasts.
+func (t *startTurn) take(ctx context.Context) error {
+	if t == nil || t.held {
+		return nil
+	}
+	select {
+	case t.places <- struct{}{}:
+		t.held = true
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drop gives the place back, if held.
+func (t *startTurn) drop() {
+	if t != nil && t.held {
+		t.held = false
+		<-t.places
+	}
+}
+
+// pause gives ctx's subscription's place back while it waits for
+// something other than the CPU (Telegram); resume takes one again.
+func pauseStart(ctx context.Context) (resume func()) {
+	e, ok := ctx.Value(streamEndKey{}).(*streamEnd)
+	if !ok || e.start == nil || !e.start.held {
+		return func() {}
+	}
+	e.start.drop()
+	return func() { _ = e.start.take(ctx) }
 }
 
 func newStreams(perConn, maxOpen int) *streams {
@@ -50,6 +103,7 @@ func newStreams(perConn, maxOpen int) *streams {
 		closing:  make(chan struct{}),
 		sockets:  map[*wsConn]struct{}{},
 		ended:    map[*streamEnd]struct{}{},
+		starting: make(chan struct{}, startingPlaces()),
 	}
 }
 
@@ -169,7 +223,8 @@ func shuttingDownError() *gqlerror.Error {
 // stream completes. It also notes whether the resolver refused the
 // subscription before it started.
 type streamEnd struct {
-	client  string // the stream's client (clientOf)
+	client  string     // the stream's client (clientOf)
+	start   *startTurn // its place while it starts (streams.starting)
 	mu      sync.Mutex
 	err     *gqlerror.Error
 	refused bool
@@ -230,14 +285,17 @@ type streamExec struct {
 	conn    *atomic.Int64 // subscriptions open on this connection; nil: one per request
 	// scope, when set, is the channels subscriptions may name
 	// (HandlerConfig.Scope).
-	scope func(channel string) bool
-	client  string        // the stream's client, for the origin budget (clientOf)
+	scope  func(channel string) bool
+	client string // the stream's client, for the origin budget (clientOf)
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
 	tr := &turn{gate: e.gate, client: e.client}
 	defer tr.drop()
+	start := &startTurn{places: e.streams.starting}
+	_ = start.take(ctx) // fails only once the client has gone: no matter
 	rc, errs := e.GraphExecutor.CreateOperationContext(context.WithValue(ctx, turnKey{}, tr), params)
+	start.drop()
 	if errs != nil {
 		return rc, capErrors(errs)
 	}
@@ -289,13 +347,16 @@ func outOfScope(rc *graphql.OperationContext, f graphql.CollectedField, scope fu
 }
 
 func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
-	end := &streamEnd{client: e.client}
+	end := &streamEnd{client: e.client, start: &startTurn{places: e.streams.starting}}
 	release, gerr := e.streams.admit(e.conn, end)
 	if gerr != nil {
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
 	}
+	_ = end.start.take(ctx) // fails only once the client has gone
 	ctx = context.WithValue(ctx, streamEndKey{}, end)
 	responses, ctx := e.GraphExecutor.DispatchOperation(ctx, rc)
+	end.start.drop() // started (or refused): the stream's CPU is its events'
+
 	// Its place is given back once its context ends: after the
 	// transport has written its last message (so that shutdown, waiting
 	// for it, closes no connection before), and whichever way the stream

@@ -136,9 +136,16 @@ func (r *Resolver) checkChannels(ctx context.Context, channels []string) error {
 		}
 	}
 	client := clientOf(ctx)
-	results := pages.EachChannel(ctx, r.fanOut, todo, r.concurrency, func(ctx context.Context, ch string) (struct{}, error) {
-		return r.lookUp(ctx, ch, client)
-	})
+	var results []pages.NameResult[struct{}]
+	if len(todo) > 0 {
+		// A look-up may wait for Telegram: other subscriptions start
+		// meanwhile.
+		resume := pauseStart(ctx)
+		results = pages.EachChannel(ctx, r.fanOut, todo, r.concurrency, func(ctx context.Context, ch string) (struct{}, error) {
+			return r.lookUp(ctx, ch, client)
+		})
+		resume()
+	}
 	var failed []map[string]any
 	var msgs []string
 	code := ""

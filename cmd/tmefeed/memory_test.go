@@ -46,6 +46,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if target := os.Getenv(warmReaderEnv); target != "" {
+		if err := warmReaderChild(target); err != nil {
+			fmt.Fprintln(os.Stderr, "warm reader:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	// The command itself, for tests of the process (exit status, stderr).
 	if os.Getenv("TMEFEED_TEST_RUN_MAIN") == "1" {
 		os.Args = append([]string{"tmefeed"}, strings.Fields(os.Getenv("TMEFEED_TEST_ARGS"))...)
