@@ -38,7 +38,20 @@ type ConnLimits struct {
 	// sending header lines slowly hold MaxHeaderBytes each.
 	HeaderBytes    int64
 	TrustedProxies []netip.Prefix
+	// LargeHeaderTurns bounds the connections parsing a large header
+	// block at once (0: no bound). A request's header block of a few
+	// kilobytes arrives in one read and never waits; past
+	// largeHeaderBytes, each further chunk is parsed only with a turn, and
+	// a connection waiting for one is parked, not runnable. A thousand
+	// connections each sending a megabyte of header lines would otherwise
+	// all be runnable at once, and every small request's goroutine would
+	// queue behind them in the Go scheduler (half a second and more).
+	LargeHeaderTurns int
 }
+
+// largeHeaderBytes is where a header block starts to need a turn: far
+// above what browsers and feed readers send, below a long GraphQL GET.
+const largeHeaderBytes = 16 << 10
 
 // ConnStats are a listener's counts, for metrics and tests.
 type ConnStats struct {
@@ -60,11 +73,17 @@ type Listener struct {
 
 	mu      sync.Mutex
 	clients map[netip.Prefix]int // open connections per client with one open
+
+	turns chan struct{} // LargeHeaderTurns; nil: no bound
 }
 
 // NewListener wraps ln with the limits.
 func NewListener(ln net.Listener, lim ConnLimits) *Listener {
-	return &Listener{Listener: ln, lim: lim, clients: map[netip.Prefix]int{}}
+	l := &Listener{Listener: ln, lim: lim, clients: map[netip.Prefix]int{}}
+	if lim.LargeHeaderTurns > 0 {
+		l.turns = make(chan struct{}, lim.LargeHeaderTurns)
+	}
+	return l
 }
 
 // Stats returns the current counts.
@@ -199,9 +218,15 @@ type limitedConn struct {
 	held     atomic.Int64
 	lines    int
 	released atomic.Bool
+	// turn is set while the connection holds a large header turn: from
+	// the read that returned its chunk to the next read, which is when
+	// net/http has parsed it. Only the serving goroutine takes one; a
+	// close from elsewhere gives it back.
+	turn atomic.Bool
 }
 
 func (c *limitedConn) Read(p []byte) (int, error) {
+	c.dropTurn()
 	n, err := c.Conn.Read(p)
 	if n > 0 && c.reading.Load() {
 		if !c.countHeaders(p[:n]) {
@@ -212,8 +237,42 @@ func (c *limitedConn) Read(p []byte) (int, error) {
 			_ = c.Close()
 			return 0, net.ErrClosed
 		}
+		if c.reading.Load() && c.held.Load() > largeHeaderBytes && !c.takeTurn() {
+			return 0, net.ErrClosed
+		}
 	}
 	return n, err
+}
+
+// takeTurn waits for a large header turn, unless the connection closes
+// or its header timeout passes first (net/http's deadline does not reach
+// a goroutine parked here, so the wait has its own bound).
+func (c *limitedConn) takeTurn() bool {
+	if c.l.turns == nil {
+		return true
+	}
+	timer := time.NewTimer(largeHeaderWait)
+	defer timer.Stop()
+	select {
+	case c.l.turns <- struct{}{}:
+		c.turn.Store(true)
+		return true
+	case <-timer.C:
+		_ = c.Close()
+		return false
+	}
+}
+
+// largeHeaderWait bounds a wait for a large header turn: each turn is
+// one chunk's parse, so a long wait means a flood, whose connections may
+// as well go.
+const largeHeaderWait = 10 * time.Second
+
+// dropTurn gives back the large header turn, if held.
+func (c *limitedConn) dropTurn() {
+	if c.turn.Swap(false) {
+		<-c.l.turns
+	}
 }
 
 // countHeaders adds the header bytes of b to the count, up to the end of
@@ -256,8 +315,9 @@ func (c *limitedConn) startHeaders() {
 	c.reading.Store(true)
 }
 
-// dropHeaders gives back the header bytes counted.
+// dropHeaders gives back the header bytes counted, and the turn.
 func (c *limitedConn) dropHeaders() {
+	c.dropTurn()
 	c.reading.Store(false)
 	if n := c.held.Swap(0); n != 0 {
 		c.l.headerBytes.Add(-n)

@@ -223,7 +223,7 @@ func TestMemoryHeaderFlood(t *testing.T) {
 	stopReader := readWarm(t, p.base, path)
 	line := []byte("X-Pad: " + strings.Repeat("a", 1000) + "\r\n")
 	chunk := []byte(strings.Repeat(string(line), 16))
-	var sent, refused atomic.Int64
+	var sent, refused, served atomic.Int64
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	var written sync.WaitGroup
@@ -258,6 +258,13 @@ func TestMemoryHeaderFlood(t *testing.T) {
 			}
 			written.Done()
 			<-release // hold the connection, as the flood did until the header timeout
+			// Whatever the server answered, if it did: never the page.
+			if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+				if resp.StatusCode == http.StatusOK {
+					served.Add(1)
+				}
+				resp.Body.Close()
+			}
 		}()
 	}
 	written.Wait()
@@ -279,8 +286,8 @@ func TestMemoryHeaderFlood(t *testing.T) {
 	if len(reader.Failed) > 0 || len(reader.Lat) == 0 || len(quiet.Failed) > 0 {
 		t.Errorf("warm reader: %d reads, failures %v (before the flood: %v)", len(reader.Lat), reader.Failed, quiet.Failed)
 	}
-	if refused.Load() == 0 {
-		t.Errorf("every connection sent its megabyte of headers unrefused")
+	if n := served.Load(); n > 0 {
+		t.Errorf("%d connections of a megabyte of header lines were answered 200", n)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -150,6 +151,9 @@ func httpServer(cfg serveConfig, budget memoryBudget, handler http.Handler, ln n
 		PerClient:      cfg.ConnsPerClient,
 		HeaderBytes:    budget.HeaderBytes,
 		TrustedProxies: trusted,
+		// Half the CPUs parse large header blocks; the rest stay for
+		// everything else.
+		LargeHeaderTurns: max(1, runtime.GOMAXPROCS(0)/2),
 	})
 	return &http.Server{
 		Handler:           handler,
