@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -282,4 +284,53 @@ func TestKeptAnswersOnlyClean(t *testing.T) {
 	if _, ok := kept(t, e, keptPOST(postBody(q, nil, nil))); !ok {
 		t.Error("a feed with a lasting failure (an unknown name) was not kept")
 	}
+}
+
+// Concurrent repeated requests share kept answers (and the header values
+// kept with them) while the updater's news ends them now and then: every
+// answer is the same, whichever way it was served.
+func TestKeptAnswersConcurrent(t *testing.T) {
+	e := newEnv(t, envOptions{encoder: true})
+	post := postBody(dashboardQuery, dashboardVars(20), nil)
+	get := getURL(dashboardQuery, dashboardVars(20), nil)
+	want := e.send(t, http.MethodPost, "/graphql", post, "Content-Type", "application/json")
+	if want.status != 200 {
+		t.Fatalf("%d %.200s", want.status, want.body)
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				e.feed.Changed("tmefeed_news")
+				runtime.Gosched()
+			}
+		}
+	})
+	var readers sync.WaitGroup
+	for i := range 6 {
+		readers.Go(func() {
+			for range 30 {
+				var r reply
+				switch i % 3 {
+				case 0:
+					r = e.send(t, http.MethodPost, "/graphql", post, "Content-Type", "application/json", "Accept-Encoding", "identity")
+				case 1:
+					r = e.send(t, http.MethodGet, get, "", "Accept-Encoding", "identity")
+				default:
+					r = e.send(t, http.MethodGet, get, "") // gzip, decompressed by the client
+				}
+				if r.status != 200 || !bytes.Equal(r.body, want.body) {
+					t.Errorf("reader %d: %d, %d bytes, want the first answer's %d", i, r.status, len(r.body), len(want.body))
+					return
+				}
+			}
+		})
+	}
+	readers.Wait()
+	close(done)
+	wg.Wait()
 }
