@@ -4,7 +4,7 @@ FUZZTIME ?= 1m
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench e2e playground reliability capacity
+.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard e2e playground reliability capacity
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -55,6 +55,9 @@ multiproc-cluster: ## the same over a 3-node Redis Cluster, then again losing on
 
 hitbench: ## cached GET /v1/body/tmefeed_news against a bare net/http server with the same bytes, 5 alternating rounds (HITBENCH_FLAGS="-path ...")
 	$(GO) run ./tools/hitbench $(HITBENCH_FLAGS)
+
+hitbench-dashboard: ## the same for REST's /v1/body beside a 3-channel GraphQL dashboard query over POST and GET, interleaved in every round
+	$(GO) run ./tools/hitbench -dashboard $(HITBENCH_FLAGS)
 
 reliability: ## run the abuse, fault and memory suites; rewrite the figures table in docs/RELIABILITY.md
 	$(GO) run ./tools/reliability

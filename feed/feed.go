@@ -216,6 +216,35 @@ type Page struct {
 	// NewestFetchedAt is when the newest of those pages was fetched: no
 	// change the page shows was read later (what a Last-Modified needs).
 	NewestFetchedAt time.Time
+
+	version Version
+}
+
+// Version names the build a page was cut from: the feed's query and the
+// build's number. A page's content is fixed by its version and its
+// window, so an answer kept from a page stays true for as long as
+// Service.Current says its version is current.
+type Version struct {
+	query string
+	build uint64
+}
+
+// Version returns the version of the build p was cut from.
+func (p *Page) Version() Version { return p.version }
+
+// Current reports whether v is still the build the Service would answer
+// its query from without looking at the pages again: kept, and not past
+// its pages' earliest refresh point nor marked by Changed. It reads no
+// page and allocates nothing, for answers kept by version (the GraphQL
+// face's). refreshAt and stale are the build's freshness as of its last
+// check, which a recheck that finds its pages unchanged moves on.
+func (s *Service) Current(v Version) (refreshAt time.Time, stale, ok bool) {
+	b, found := s.kept.GetIfPresent(v.query)
+	if !found || b.id != v.build || !b.valid(s.cfg.Now()) {
+		return time.Time{}, false, false
+	}
+	fr := b.fresh.Load()
+	return fr.until, fr.stale, true
 }
 
 // Service builds feeds. It is safe for concurrent use.
@@ -403,6 +432,7 @@ func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 	}
 	start, end := b.window(after, before, req.First, req.Last)
 	p := b.page(start, end)
+	p.version = Version{query: q.key, build: b.id}
 	// A kept build reads no pages, so what the answer derives from is
 	// noted here for whoever caches it.
 	if !p.RefreshAt.IsZero() {

@@ -19,7 +19,11 @@ import (
 const (
 	DefaultAPQBytes   = 1 << 20
 	DefaultQueryBytes = 4 << 20
-	DefaultAPQTTL     = time.Hour
+	// DefaultAnswerBytes bounds the kept answers of repeated requests:
+	// a few hundred dashboard answers of tens of KB with their
+	// compressed forms.
+	DefaultAnswerBytes = 8 << 20
+	DefaultAPQTTL      = time.Hour
 )
 
 // Heap estimates for the in-process GraphQL stores. stringEntryOverhead
@@ -60,19 +64,25 @@ type StoresConfig struct {
 	// (DefaultQueryBytes). Both count estimated heap bytes.
 	APQBytes   int64
 	QueryBytes int64
+	// AnswerBytes bounds the answers kept under the requests that asked
+	// for them (DefaultAnswerBytes), their compressed forms included.
+	AnswerBytes int64
 }
 
 // Stores are the GraphQL handler's in-process caches: persisted queries
-// and parsed query documents, each bounded by bytes.
+// parsed query documents and the answers of repeated requests, each
+// bounded by bytes.
 type Stores struct {
 	apq     *apqStore
 	queries *queryCache
+	answers *answers
 }
 
 // NewStores returns the stores cfg describes.
 func NewStores(cfg StoresConfig) (*Stores, error) {
 	defaults.Set(&cfg.APQBytes, DefaultAPQBytes)
 	defaults.Set(&cfg.QueryBytes, DefaultQueryBytes)
+	defaults.Set(&cfg.AnswerBytes, DefaultAnswerBytes)
 	defaults.Set(&cfg.APQTTL, DefaultAPQTTL)
 	apq, err := newAPQStore(cfg.Shared, cfg.APQTTL, cfg.APQBytes)
 	if err != nil {
@@ -88,12 +98,16 @@ func NewStores(cfg StoresConfig) (*Stores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("graph: query cache: %w", err)
 	}
-	return &Stores{apq: apq, queries: &queryCache{docs}}, nil
+	ans, err := newAnswers(cfg.AnswerBytes, answerTTL)
+	if err != nil {
+		return nil, fmt.Errorf("graph: answers: %w", err)
+	}
+	return &Stores{apq: apq, queries: &queryCache{docs}, answers: ans}, nil
 }
 
 // Bytes is the estimated heap the stores hold.
 func (s *Stores) Bytes() int64 {
-	return int64(s.apq.local.WeightedSize() + s.queries.c.WeightedSize())
+	return int64(s.apq.local.WeightedSize() + s.queries.c.WeightedSize() + s.answers.c.WeightedSize())
 }
 
 // CleanUp finishes pending evictions, so that Bytes is exact. For tests
@@ -101,12 +115,14 @@ func (s *Stores) Bytes() int64 {
 func (s *Stores) CleanUp() {
 	s.apq.local.CleanUp()
 	s.queries.c.CleanUp()
+	s.answers.c.CleanUp()
 }
 
 // Close stops the stores' background goroutines.
 func (s *Stores) Close() {
 	s.apq.local.StopAllGoroutines()
 	s.queries.c.StopAllGoroutines()
+	s.answers.c.StopAllGoroutines()
 }
 
 // queryCache keeps parsed and validated query documents by query text,

@@ -15,6 +15,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
@@ -66,6 +67,9 @@ type envOptions struct {
 	maxSubs     int
 	initTimeout time.Duration
 	keepAlive   time.Duration
+	// encoder compresses answers, as COMPRESSION does: the server's
+	// middleware and the kept answers' forms.
+	encoder bool
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
@@ -127,6 +131,13 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if o.live != nil {
 		cfg.Live = o.live(t, ps, cmp.Or(o.refresh, time.Hour))
 	}
+	var enc *httpcache.Encoder
+	if o.encoder {
+		if enc, err = httpcache.New(httpcache.Config{}); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Encoder = enc
+	}
 	graph.SetParseHook(&cfg, o.onParse)
 	gh, err := graph.NewHandler(cfg)
 	if err != nil {
@@ -136,7 +147,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour, CORSOrigins: o.corsOrigins})
+	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour, CORSOrigins: o.corsOrigins, Encoder: enc})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	e := &env{origin: fo, cache: store, pages: ps, feed: fs, gql: gh, srv: srv, originSrv: originSrv}

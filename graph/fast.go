@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
+	"github.com/tmefeed/tmefeed/pages"
 )
 
 // fastPath answers queries whose root fields are only feed (and
@@ -36,12 +38,28 @@ var errFallBack = errors.New("graph: not served by the fast path")
 // errNoRoom: there was no room to render the answer.
 var errNoRoom = errors.New("graph: no room to render the answer")
 
-// serve returns the response as segments to be written in order. busy
-// says there was no room to render it: the executor has none either.
-func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *graphql.OperationContext) (parts [][]byte, ok, busy bool) {
+// fastAnswer is an answer of the fast path and what it was cut from.
+type fastAnswer struct {
+	body      []byte
+	versions  []feed.Version // of the feed pages read
+	refreshAt time.Time      // the earliest refresh point of their pages
+	stale     bool           // one of them was served past it
+	// passing is set when a channel failed for a reason that may pass
+	// (pages.Lasting): the answer must not be kept.
+	passing bool
+	// executed, when not ok, is the executor's answer the fast path did
+	// not keep, to be sent without running the operation again. Shared
+	// with concurrent identical requests: not to be modified.
+	executed *executed
+}
+
+// serve returns the response. busy says there was no room to render it:
+// the executor has none either. When not ok, ans.executed may hold the
+// answer of an operation the executor already ran.
+func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *graphql.OperationContext) (ans fastAnswer, ok, busy bool) {
 	op := rc.Operation
 	if op == nil || op.Operation != ast.Query {
-		return nil, false, false
+		return ans, false, false
 	}
 	// The key names everything the answer depends on besides the first
 	// page, which Rendered adds: each root field's response key and
@@ -49,10 +67,10 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 	var key strings.Builder
 	key.WriteString("graphql\x00")
 	var first *feed.Page
-	pages := make(map[string]*feed.Page)
+	read := make(map[string]*feed.Page)
 	for _, fld := range graphql.CollectFields(rc, op.SelectionSet, []string{"Query"}) {
 		if fld.IsDeferred() {
-			return nil, false, false
+			return ans, false, false
 		}
 		key.WriteString(fld.Alias)
 		key.WriteByte(':')
@@ -61,29 +79,29 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 		case "__typename":
 		case "feed":
 			if !signature(&key, rc, fld.Selections, "FeedConnection") {
-				return nil, false, false
+				return ans, false, false
 			}
 			req, err := feedArgs(ctx, rc, fld)
 			if err != nil {
-				return nil, false, false // the executor reports it
+				return ans, false, false // the executor reports it
 			}
 			p, err := f.feed.Feed(ctx, req)
 			if err != nil {
-				return nil, false, false
+				return ans, false, false
 			}
 			if first == nil {
 				first = p
 			} else {
 				key.WriteString("@" + p.Key)
 			}
-			pages[fld.Alias] = p
+			read[fld.Alias] = p
 		default:
-			return nil, false, false
+			return ans, false, false
 		}
 		key.WriteByte(',')
 	}
 	if first == nil {
-		return nil, false, false
+		return ans, false, false
 	}
 	b, err := f.feed.Rendered(first, key.String(), func() ([]byte, error) {
 		if f.room != nil {
@@ -93,21 +111,47 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 			}
 			defer release()
 		}
-		return render(withFeedPages(ctx, pages), exec, rc)
+		return render(withFeedPages(ctx, read), exec, rc)
 	})
 	if err != nil {
-		return nil, false, errors.Is(err, errNoRoom)
+		errors.As(err, &ans.executed)
+		return ans, false, errors.Is(err, errNoRoom)
 	}
-	return [][]byte{b}, true, false
+	ans.body = b
+	for _, p := range read {
+		ans.versions = append(ans.versions, p.Version())
+		if !p.RefreshAt.IsZero() && (ans.refreshAt.IsZero() || p.RefreshAt.Before(ans.refreshAt)) {
+			ans.refreshAt = p.RefreshAt
+		}
+		ans.stale = ans.stale || p.Stale
+		for _, fl := range p.Failed {
+			ans.passing = ans.passing || !pages.Lasting(fl.Err)
+		}
+	}
+	return ans, true, false
 }
 
+// executed is the answer of an operation the executor ran that is not
+// worth keeping (errors, extensions, no data): it is sent as it is rather
+// than run again.
+type executed struct {
+	resp *graphql.Response
+	ctx  error // the operation's context's error when it ended
+}
+
+func (e *executed) Error() string { return "graph: the answer has errors and is not kept" }
+
 // render runs the operation through the executor and returns its answer,
-// if it is one worth keeping: data alone, no errors.
+// if it is one worth keeping: data alone, no errors. Otherwise the error
+// is an *executed holding the answer.
 func render(ctx context.Context, exec graphql.GraphExecutor, rc *graphql.OperationContext) ([]byte, error) {
 	responses, ctx := exec.DispatchOperation(ctx, rc)
 	resp := responses(ctx)
 	if resp == nil || len(resp.Errors) > 0 || len(resp.Extensions) > 0 || resp.Data == nil || ctx.Err() != nil {
-		return nil, errFallBack
+		if resp == nil {
+			resp = &graphql.Response{}
+		}
+		return nil, &executed{resp: resp, ctx: ctx.Err()}
 	}
 	b := make([]byte, 0, len(`{"data":}`)+len(resp.Data))
 	b = append(b, `{"data":`...)

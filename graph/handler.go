@@ -23,6 +23,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/internal/defaults"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/pages"
 )
 
@@ -119,8 +120,14 @@ type HandlerConfig struct {
 	// DisableIntrospection turns schema introspection off (it is on by
 	// default, for GraphiQL and code generators).
 	DisableIntrospection bool
-	// DisableFastPath sends feed queries through the regular executor.
+	// DisableFastPath sends feed queries through the regular executor
+	// (and keeps no answers of repeated requests, see hot.go).
 	DisableFastPath bool
+	// Encoder makes the compressed forms kept beside the answers of
+	// repeated requests, so that a compressed hit compresses nothing;
+	// nil keeps none (the encoding middleware, if any, compresses per
+	// request).
+	Encoder *httpcache.Encoder
 	// Refresh is the cache's refresh point (CACHE_MODE). GET answers may
 	// be kept downstream until the oldest page they read reaches it;
 	// zero answers every request with Cache-Control: no-store.
@@ -196,6 +203,16 @@ type HandlerConfig struct {
 type Handler struct {
 	front
 	streams *streams
+	hot     *hot // nil: no answers kept
+}
+
+// ServeHTTP answers a repeated query from its kept answer, and everything
+// else through the transports.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.hot != nil && h.hot.serve(w, r) {
+		return
+	}
+	h.front.ServeHTTP(w, r)
 }
 
 // Shutdown ends every open subscription with a SHUTTING_DOWN error and
@@ -294,8 +311,11 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	if cfg.PrivateAnswers {
 		run.cacheScope = "private"
 	}
+	var hot *hot
 	if fast != nil {
 		fast.room = run.room
+		hot = newHot(stores.answers, cfg.Feed, cfg.Encoder, run, cfg.MaxBodyBytes)
+		run.hot = hot
 	}
 	srv := handler.New(es)
 	if cfg.Live != nil {
@@ -353,7 +373,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
 
-	return &Handler{front: front{next: srv, streams: cfg.Live != nil}, streams: st}, nil
+	return &Handler{front: front{next: srv, streams: cfg.Live != nil}, streams: st, hot: hot}, nil
 }
 
 // complexity prices fields by the upstream pages they may fetch: a feed

@@ -161,6 +161,9 @@ type answer struct {
 	strict bool             // application/graphql-response+json; else application/json
 	fresh  *pages.Freshness // the pages read, on GET only
 	run    *runner
+	// request is the request's bytes (a GET's query string, a POST's
+	// body) when answers may be kept under them (runner.hot).
+	request string
 }
 
 func (a *answer) contentType() string {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -66,12 +67,21 @@ func (t httpTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 
 	params := &graphql.RawParams{Headers: r.Header}
 	params.ReadTime.Start = graphql.Now()
-	if status, err := t.read(ctx, w, r, params); errors.Is(err, errNoTurn) {
+	body, status, err := t.read(ctx, w, r, params)
+	if errors.Is(err, errNoTurn) {
 		a.busy()
 		return
 	} else if err != nil {
 		a.refuse(status, codeForStatus(status), err.Error())
 		return
+	}
+	if t.run.hot != nil {
+		// The request's bytes, under which its answer may be kept.
+		if t.get {
+			a.request = r.URL.RawQuery
+		} else {
+			a.request = string(body)
+		}
 	}
 	params.ReadTime.End = graphql.Now()
 	if params.Query == "" && params.Extensions["persistedQuery"] == nil {
@@ -125,6 +135,7 @@ type runner struct {
 	maxResponse int
 	gate        *gate
 	fast        *fastPath // nil: every operation goes through the executor
+	hot         *hot      // keeps the fast path's answers by request; nil: none
 	schema      *ast.Schema
 	refresh     time.Duration // the cache's refresh point; 0: nothing is cacheable
 	swr         string        // stale-while-revalidate, in seconds
@@ -192,40 +203,54 @@ func (run *runner) do(ctx context.Context, a *answer, exec graphql.GraphExecutor
 		a.busy()
 		return
 	}
+	var ran executed // the executor's answer, when the fast path ran it
 	if run.fast != nil {
-		parts, ok, busy := run.fast.serve(ctx, exec, rc)
+		ans, ok, busy := run.fast.serve(ctx, exec, rc)
+		if ans.executed != nil {
+			ran = *ans.executed
+		}
 		if busy {
 			a.busy()
 			return
 		}
 		if ok {
-			n := 0
-			for _, p := range parts {
-				n += len(p)
-			}
-			if n > run.maxResponse {
+			if n := len(ans.body); n > run.maxResponse {
 				a.requestErrors(gqlerror.List{run.tooLarge(n)}, nil)
 				return
 			}
-			a.data(parts, true)
+			if run.hot != nil && a.request != "" && len(ans.versions) > 0 && !ans.passing && run.refresh > 0 {
+				get := a.r.Method == http.MethodGet
+				run.hot.keep(a.w, a.r, a.request, get, a.strict, ans.body, rc.Operation.Name, ans.versions, ans.refreshAt, ans.stale)
+				return
+			}
+			a.data([][]byte{ans.body}, true)
 			return
 		}
 	}
-	release, ok := run.room(ctx, rc)
-	if !ok {
-		a.busy()
-		return
+	resp, ctxErr := ran.resp, ran.ctx
+	if resp == nil {
+		release, ok := run.room(ctx, rc)
+		if !ok {
+			a.busy()
+			return
+		}
+		defer release()
+		responses, ctx := exec.DispatchOperation(ctx, rc)
+		if resp = responses(ctx); resp == nil {
+			resp = &graphql.Response{}
+		}
+		ctxErr = ctx.Err()
+	} else {
+		// Shared with the requests that ran it together: the errors are
+		// appended to and capped here.
+		copied := *resp
+		copied.Errors = slices.Clone(resp.Errors)
+		resp = &copied
 	}
-	defer release()
-	responses, ctx := exec.DispatchOperation(ctx, rc)
-	resp := responses(ctx)
 	if a.r.Context().Err() != nil {
 		return // nobody reads the answer
 	}
-	if resp == nil {
-		resp = &graphql.Response{}
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		// The fields cut short say Telegram did not answer in time; this
 		// says why they were cut.
 		err := gqlerror.Errorf("the operation did not finish within %s; ask for fewer channels or posts, or retry", run.timeout)
@@ -372,44 +397,51 @@ var errNoTurn = errors.New("graph: no turn to decode the request")
 // milliseconds even when it is refused, so a large request takes its
 // turn at the gate (once read: a slow sender must not hold one) and a
 // flood of them keeps to its share of the CPUs.
-func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.Request, params *graphql.RawParams) (int, error) {
+func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.Request, params *graphql.RawParams) ([]byte, int, error) {
 	if t.get {
-		if int64(len(r.URL.RawQuery)) > t.maxBody {
-			return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", t.maxBody)
-		}
-		if len(r.URL.RawQuery) > bigDocument && !takeTurn(ctx) {
-			return 0, errNoTurn
-		}
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			return http.StatusBadRequest, fmt.Errorf("malformed query string: %w", err)
-		}
-		for _, k := range [...]string{"query", "operationName", "variables", "extensions"} {
-			// Answers echo names and text the request holds; they must
-			// stay UTF-8.
-			if !utf8.ValidString(q.Get(k)) {
-				return http.StatusBadRequest, fmt.Errorf("%s is not valid UTF-8 once percent-decoded", k)
-			}
-		}
-		params.Query = q.Get("query")
-		params.OperationName = q.Get("operationName")
-		if v := q.Get("variables"); v != "" {
-			if err := decodeJSON([]byte(v), &params.Variables); err != nil {
-				return http.StatusBadRequest, fmt.Errorf("variables could not be decoded: %w", err)
-			}
-		}
-		if v := q.Get("extensions"); v != "" {
-			if err := decodeJSON([]byte(v), &params.Extensions); err != nil {
-				return http.StatusBadRequest, fmt.Errorf("extensions could not be decoded: %w", err)
-			}
-		}
-		return 0, nil
+		status, err := t.readURL(ctx, r, params)
+		return nil, status, err
 	}
 	body, status, err := readBody(w, r, t.maxBody)
 	if err != nil {
-		return status, err
+		return nil, status, err
 	}
-	return decodeBody(ctx, body, params)
+	status, err = decodeBody(ctx, body, params)
+	return body, status, err
+}
+
+// readURL fills params from a GET's query string, as read does.
+func (t httpTransport) readURL(ctx context.Context, r *http.Request, params *graphql.RawParams) (int, error) {
+	if int64(len(r.URL.RawQuery)) > t.maxBody {
+		return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", t.maxBody)
+	}
+	if len(r.URL.RawQuery) > bigDocument && !takeTurn(ctx) {
+		return 0, errNoTurn
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return http.StatusBadRequest, fmt.Errorf("malformed query string: %w", err)
+	}
+	for _, k := range [...]string{"query", "operationName", "variables", "extensions"} {
+		// Answers echo names and text the request holds; they must
+		// stay UTF-8.
+		if !utf8.ValidString(q.Get(k)) {
+			return http.StatusBadRequest, fmt.Errorf("%s is not valid UTF-8 once percent-decoded", k)
+		}
+	}
+	params.Query = q.Get("query")
+	params.OperationName = q.Get("operationName")
+	if v := q.Get("variables"); v != "" {
+		if err := decodeJSON([]byte(v), &params.Variables); err != nil {
+			return http.StatusBadRequest, fmt.Errorf("variables could not be decoded: %w", err)
+		}
+	}
+	if v := q.Get("extensions"); v != "" {
+		if err := decodeJSON([]byte(v), &params.Extensions); err != nil {
+			return http.StatusBadRequest, fmt.Errorf("extensions could not be decoded: %w", err)
+		}
+	}
+	return 0, nil
 }
 
 // tooLargeDrain bounds what is read of a body past its limit.

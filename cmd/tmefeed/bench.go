@@ -178,6 +178,16 @@ func (e endpoint) request(channel string) *http.Request {
 	return r
 }
 
+// dashboardQuery is a dashboard's feed of three channels with everything
+// it shows of each post, as `make hitbench`'s GraphQL rows send it.
+const dashboardQuery = `query Dashboard($channels: [String!]!, $first: Int) {
+  feed(channels: $channels, first: $first) {
+    edges { cursor node { score channel { id username title }
+      post { id messageId url date edited views text { plain html } media { kind url thumb duration available } } } }
+    pageInfo { endCursor hasNextPage }
+  }
+}`
+
 func benchAudit(ctx context.Context, w io.Writer, getenv func(string) string, cold, rounds int, d time.Duration, stages bool) error {
 	st, err := newBenchStack(ctx, getenv, 0)
 	if err != nil {
@@ -194,6 +204,7 @@ func benchAudit(ctx context.Context, w io.Writer, getenv func(string) string, co
 		{"GET /v1/more", "GET", "/v1/more/%s/before/32", "", ""},
 		{"POST /v1/feed (3 channels)", "POST", "/v1/feed", `{"channels": ["tmefeed_news", "kanal_novostei", "%s"], "limit": 20}`, ""},
 		{"GET /graphql feed (3 channels)", "GET", "/graphql?query=" + feedQuery, "", ""},
+		{"POST /graphql dashboard (3 channels)", "POST", "/graphql", `{"query": ` + strconv.Quote(dashboardQuery) + `, "variables": {"channels": ["tmefeed_news", "kanal_novostei", "%s"], "first": 20}}`, ""},
 	}
 	rows := [][]string{{"endpoint", "cached µs", "cached CPU µs", "cached allocs", "bare CPU µs", "cached / bare (CPU)", "cold µs", "cold CPU µs", "cold allocs", "cold / cached (CPU)"}}
 	next := 1 // synthetic channels not yet requested

@@ -18,10 +18,11 @@ const (
 	shareHot      = 100 // uncompressed copies of the hottest answers
 	shareParsed   = 150 // parsed pages
 	shareBuilds   = 200 // kept feed builds, with the parsed pages they hold
-	shareRendered = 100 // rendered feed responses
+	shareRendered = 70  // rendered feed responses
 	shareAPQ      = 10  // automatic persisted queries
 	shareQueries  = 40  // parsed GraphQL documents
-	sharesTotal   = sharePages + shareHot + shareParsed + shareBuilds + shareRendered + shareAPQ + shareQueries
+	shareAnswers  = 30  // GraphQL answers kept under the requests that repeat them, with their compressed forms
+	sharesTotal   = sharePages + shareHot + shareParsed + shareBuilds + shareRendered + shareAPQ + shareQueries + shareAnswers
 )
 
 // buildPageBytes is what one page of a feed build in progress is budgeted
@@ -49,6 +50,7 @@ type memoryBudget struct {
 	Rendered int64
 	APQ      int64
 	Queries  int64
+	Answers  int64
 	// BuildingPages bounds the channel pages that feed builds in progress
 	// hold at once: a quarter of the budget at buildPageBytes each, and at
 	// least one feed of FEED_MAX_CHANNELS. It is working memory beside the
@@ -92,6 +94,7 @@ func splitBudget(total int64, maxChannels int) memoryBudget {
 		Rendered:      part(shareRendered),
 		APQ:           part(shareAPQ),
 		Queries:       part(shareQueries),
+		Answers:       part(shareAnswers),
 		BuildingPages: max(maxChannels, int(total/4/buildPageBytes)),
 		AnswerValues:  max(minAnswerValues, int(total/4/answerValueBytes)),
 		HeaderBytes:   max(minHeaderBytes, total/8),
@@ -134,7 +137,7 @@ func (b memoryBudget) LogValue() slog.Value {
 		slog.String("parsed", mib(b.Parsed)),
 		slog.String("builds", mib(b.Builds)),
 		slog.String("rendered", mib(b.Rendered)),
-		slog.String("graphql", mib(b.APQ+b.Queries)),
+		slog.String("graphql", mib(b.APQ+b.Queries+b.Answers)),
 		slog.Int("building_pages", b.BuildingPages),
 		slog.Int("answer_values", b.AnswerValues),
 		slog.String("request_headers", mib(b.HeaderBytes)),

@@ -11,7 +11,7 @@ func TestSplitBudget(t *testing.T) {
 	for _, mb := range []int64{1, 16, 64, 1024} {
 		total := mb << 20
 		b := splitBudget(total, 100)
-		sum := b.Pages + b.Hot + b.Parsed + b.Builds + b.Rendered + b.APQ + b.Queries
+		sum := b.Pages + b.Hot + b.Parsed + b.Builds + b.Rendered + b.APQ + b.Queries + b.Answers
 		if sum > total || sum < total-8 {
 			t.Errorf("%d MiB: shares add up to %d B", mb, sum)
 		}

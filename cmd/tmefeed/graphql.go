@@ -10,6 +10,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/graph"
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
@@ -27,7 +28,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, acc *server.Access, client func(*http.Request) string, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, acc *server.Access, client func(*http.Request) string, enc *httpcache.Encoder, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -40,7 +41,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 	if err != nil {
 		return nil, err
 	}
-	stores, err := graph.NewStores(graph.StoresConfig{Shared: apq, APQBytes: budget.APQ, QueryBytes: budget.Queries})
+	stores, err := graph.NewStores(graph.StoresConfig{Shared: apq, APQBytes: budget.APQ, QueryBytes: budget.Queries, AnswerBytes: budget.Answers})
 	if err != nil {
 		feeds.Close()
 		return nil, fmt.Errorf("graphql: %w", err)
@@ -61,6 +62,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		FanOut:               fanOut,
 		Feed:                 feeds,
 		Stores:               stores,
+		Encoder:              enc,
 		DisableIntrospection: !cfg.Introspection,
 		Timeout:              cfg.GraphQLTimeout,
 		MaxResponseBytes:     cfg.GraphQLMaxMB << 20,

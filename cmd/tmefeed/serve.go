@@ -392,7 +392,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	// One bound on the channel look-ups of every fan-out (subscriptions
 	// starting, previews), counted in the memory budget.
 	fanOut := pages.NewGate(st.budget.FanOutPages)
-	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, acc, server.ClientKey(trusted), log)
+	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, acc, server.ClientKey(trusted), enc, log)
 	if err != nil {
 		st.Close()
 		return nil, err

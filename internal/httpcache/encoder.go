@@ -124,7 +124,12 @@ type Rep struct {
 // Encoder) the compressed forms are made now, to be kept with it;
 // otherwise they are made per request by Select.
 func (e *Encoder) NewRep(body []byte, forms bool) *Rep {
-	tag := ETag(body)
+	return e.NewTaggedRep(body, ETag(body), forms)
+}
+
+// NewTaggedRep is NewRep with the strong ETag given, for an answer whose
+// tag covers more than its bytes (its media type, say).
+func (e *Encoder) NewTaggedRep(body []byte, tag string, forms bool) *Rep {
 	r := &Rep{Body: body, ETag: tag, weak: Weak(tag)}
 	if forms {
 		r.bodyLen = strconv.Itoa(len(body))

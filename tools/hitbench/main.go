@@ -17,11 +17,17 @@
 //	go run ./tools/hitbench -path /v1/preview/kanal_novostei
 //	go run ./tools/hitbench -graphql '{ feed(channels: ["tmefeed_news", "kanal_novostei", "emoji_party"], first: 20) { totalCount } }'
 //	go run ./tools/hitbench -rounds 3 -duration 2s -client go
+//	go run ./tools/hitbench -dashboard                       # /v1/body, and a dashboard query over POST and GET /graphql
+//
+// -dashboard measures several requests in one run, each against a bare
+// server of its own answering its bytes, one after the other in every
+// round, so that the machine's load weighs on all of them alike.
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -60,7 +66,42 @@ type config struct {
 	AcceptEncoding string        // Accept-Encoding sent with every request; empty = none
 	LogLevel       string        // LOG_LEVEL of tmefeed
 	CacheMode      string        // CACHE_MODE of tmefeed
-	Log            io.Writer     // progress
+	// Targets, when set, are measured instead of Path, each against its
+	// own bare server, interleaved in every round (-dashboard).
+	Targets []target
+	Log     io.Writer // progress
+}
+
+// target is one request measured.
+type target struct {
+	Name   string
+	Method string // GET or POST
+	Path   string // request target, query included
+	Body   string // POST's JSON body
+}
+
+// The dashboard query of -dashboard: a feed of three channels with what a
+// dashboard shows of each post, with variables.
+const dashboardQuery = `query Dashboard($channels: [String!]!, $first: Int) {
+  feed(channels: $channels, first: $first) {
+    edges { cursor node { score channel { id username title }
+      post { id messageId url date edited views text { plain html } media { kind url thumb duration available } } } }
+    pageInfo { endCursor hasNextPage }
+  }
+}`
+
+const dashboardVariables = `{"channels":["kanal_novostei","tmefeed_news","hadashot_today"],"first":20}`
+
+// dashboardTargets are -dashboard's requests: REST's cached /v1/body, and
+// the dashboard query over POST and over GET.
+func dashboardTargets() []target {
+	body := `{"query":` + strconv.Quote(dashboardQuery) + `,"operationName":"Dashboard","variables":` + dashboardVariables + `}`
+	get := "/graphql?" + url.Values{"query": {dashboardQuery}, "operationName": {"Dashboard"}, "variables": {dashboardVariables}}.Encode()
+	return []target{
+		{Name: "REST GET /v1/body/tmefeed_news", Method: http.MethodGet, Path: "/v1/body/tmefeed_news"},
+		{Name: "GraphQL POST /graphql (dashboard)", Method: http.MethodPost, Path: "/graphql", Body: body},
+		{Name: "GraphQL GET /graphql (dashboard)", Method: http.MethodGet, Path: get},
+	}
 }
 
 // parseArgs reads the command line; usage and errors go to out.
@@ -71,6 +112,7 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&cfg.Bin, "bin", "", "tmefeed binary (default: build ./cmd/tmefeed into a temporary directory)")
 	fs.StringVar(&cfg.Path, "path", "/v1/body/tmefeed_news", "request target to measure, query included")
 	gql := fs.String("graphql", "", "measure GET /graphql?query=<this document> instead of -path")
+	dashboard := fs.Bool("dashboard", false, "measure REST's /v1/body/tmefeed_news and a 3-channel dashboard query over POST and GET /graphql, interleaved in every round, each against its own bare server")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "measured rounds against each server, alternating")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of one round")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured load on each server before the first round")
@@ -88,6 +130,9 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	}
 	if *gql != "" {
 		cfg.Path = "/graphql?query=" + url.QueryEscape(*gql)
+	}
+	if *dashboard {
+		cfg.Targets = dashboardTargets()
 	}
 	var errs []error
 	if !strings.HasPrefix(cfg.Path, "/") {
@@ -125,6 +170,8 @@ type round struct {
 // result is what a run measured.
 type result struct {
 	Client  string // load generator used
+	Name    string // the target's
+	Method  string
 	Path    string
 	Bytes   int         // body size of the answer
 	Header  http.Header // tmefeed's answer headers
@@ -192,7 +239,14 @@ func (r result) Medians() (tmefeed, bare float64) {
 
 func (r result) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "path:   %s (%d bytes, %s)\n", r.Path, r.Bytes, r.Header.Get("Content-Type"))
+	if r.Name != "" {
+		fmt.Fprintf(&b, "target: %s\n", r.Name)
+	}
+	path := r.Path
+	if len(path) > 120 {
+		path = path[:120] + "…"
+	}
+	fmt.Fprintf(&b, "path:   %s %s (%d bytes, %s)\n", cmp.Or(r.Method, http.MethodGet), path, r.Bytes, r.Header.Get("Content-Type"))
 	fmt.Fprintf(&b, "client: %s\n", r.Client)
 	fmt.Fprintf(&b, "%6s  %10s  %10s  %6s    %12s  %12s  %6s\n", "round", "tmefeed/s", "bare/s", "ratio", "tmefeed µs", "bare µs", "ratio")
 	for i, x := range r.Rounds {
@@ -225,18 +279,55 @@ func main() {
 	cfg.Log = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := run(ctx, cfg)
+	rs, err := runAll(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hitbench:", err)
 		os.Exit(1)
 	}
-	fmt.Print(r)
+	for i, r := range rs {
+		if i > 0 {
+			fmt.Println()
+		}
+		fmt.Print(r)
+	}
+	if len(rs) > 1 {
+		fmt.Println()
+		fmt.Printf("%-36s  %10s  %10s  %9s  %9s\n", "target", "tmefeed/s", "bare/s", "req/s ratio", "CPU ratio")
+		for _, r := range rs {
+			t, b := r.Medians()
+			fmt.Printf("%-36s  %10.0f  %10.0f  %9.3f  %9.3f\n", r.Name, t, b, r.Ratio(), r.CPURatio())
+		}
+	}
 }
 
-// run performs one measurement.
+// run performs one measurement of cfg.Path.
 func run(ctx context.Context, cfg config) (result, error) {
+	cfg.Targets = nil
+	rs, err := runAll(ctx, cfg)
+	if err != nil {
+		return result{}, err
+	}
+	return rs[0], nil
+}
+
+// measured is a target with its bare server and what was measured.
+type measured struct {
+	target
+	bare   *child
+	body   []byte // the cached answer
+	script string // wrk's script sending a POST
+	res    result
+}
+
+// runAll measures cfg.Targets (or cfg.Path when there are none), each
+// against its own bare server, interleaving them in every round.
+func runAll(ctx context.Context, cfg config) ([]result, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
+	}
+	targets := cfg.Targets
+	if len(targets) == 0 {
+		targets = []target{{Method: http.MethodGet, Path: cfg.Path}}
 	}
 	client := cfg.Client
 	if client == "auto" {
@@ -247,54 +338,76 @@ func run(ctx context.Context, cfg config) (result, error) {
 	}
 	dir, err := os.MkdirTemp("", "hitbench-")
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 
 	bin := cfg.Bin
 	if bin == "" {
 		if bin, err = procbin.Build(ctx, dir, cfg.Race, cfg.Log); err != nil {
-			return result{}, err
+			return nil, err
 		}
 	}
 
 	port, err := procbin.FreePort()
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	tm, err := startChild(ctx, dir, "tmefeed", exec.Command(bin, "serve", "--demo"),
 		"PORT="+strconv.Itoa(port), "LOG_LEVEL="+cfg.LogLevel, "CACHE_MODE="+cfg.CacheMode)
 	if err != nil {
-		return result{}, err
+		return nil, err
 	}
 	defer tm.stop()
 	tm.base = "http://127.0.0.1:" + strconv.Itoa(port)
 	if err := waitHealthy(ctx, tm); err != nil {
-		return result{}, err
+		return nil, err
 	}
 
-	body, header, err := warm(ctx, tm.base+cfg.Path, cfg.AcceptEncoding)
-	if err != nil {
-		return result{}, fmt.Errorf("tmefeed %s: %w", cfg.Path, err)
+	var ms []*measured
+	for i, t := range targets {
+		m := &measured{target: t}
+		if t.Method == http.MethodPost && client == "wrk" {
+			// wrk sends a POST from a script; the body is read from a file
+			// so that no quoting of Lua's gets in its way.
+			bodyFile := filepath.Join(dir, fmt.Sprintf("body%d.json", i))
+			if err := os.WriteFile(bodyFile, []byte(t.Body), 0o600); err != nil {
+				return nil, err
+			}
+			script := fmt.Sprintf("wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\nlocal f = assert(io.open(%q, \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n", bodyFile)
+			m.script = filepath.Join(dir, fmt.Sprintf("post%d.lua", i))
+			if err := os.WriteFile(m.script, []byte(script), 0o600); err != nil {
+				return nil, err
+			}
+		}
+		body, header, err := warm(ctx, tm.base, t, cfg.AcceptEncoding)
+		if err != nil {
+			return nil, fmt.Errorf("tmefeed %s %s: %w", t.Method, t.Path, err)
+		}
+		fmt.Fprintf(cfg.Log, "tmefeed %s %.80s answers %d bytes, %s\n", t.Method, t.Path, len(body), header.Get("Content-Type"))
+		bareDir := filepath.Join(dir, fmt.Sprintf("bare%d", i))
+		if err := os.Mkdir(bareDir, 0o700); err != nil {
+			return nil, err
+		}
+		if m.bare, err = startBare(ctx, bareDir, body, header); err != nil {
+			return nil, err
+		}
+		defer m.bare.stop()
+		if got, _, err := warm(ctx, m.bare.base, t, cfg.AcceptEncoding); err != nil || !bytes.Equal(got, body) {
+			return nil, fmt.Errorf("bare server does not answer tmefeed's bytes (%d bytes, %v)", len(got), err)
+		}
+		m.body = body
+		m.res = result{Client: client, Name: t.Name, Method: t.Method, Path: t.Path, Bytes: len(body), Header: header}
+		ms = append(ms, m)
 	}
-	fmt.Fprintf(cfg.Log, "tmefeed %s answers %d bytes, %s\n", cfg.Path, len(body), header.Get("Content-Type"))
 
-	bare, err := startBare(ctx, dir, body, header)
-	if err != nil {
-		return result{}, err
-	}
-	defer bare.stop()
-	if got, _, err := warm(ctx, bare.base+cfg.Path, cfg.AcceptEncoding); err != nil || !bytes.Equal(got, body) {
-		return result{}, fmt.Errorf("bare server does not answer tmefeed's bytes (%d bytes, %v)", len(got), err)
-	}
-
-	load := func(c *child, d time.Duration) (rate, cpuPerReq float64, err error) {
+	load := func(c *child, m *measured, d time.Duration) (rate, cpuPerReq float64, err error) {
 		cpu0, cpuErr := processCPU(c.cmd.Process.Pid)
 		var n int64
 		if client == "wrk" {
-			rate, n, err = wrkLoad(ctx, c.base+cfg.Path, cfg.Conns, cfg.Threads, d, cfg.AcceptEncoding)
+			rate, n, err = wrkLoad(ctx, c.base+m.Path, m.script, cfg.Conns, cfg.Threads, d, cfg.AcceptEncoding)
 		} else {
-			rate, n, err = goLoad(ctx, c.base, cfg.Path, cfg.Conns, d, cfg.AcceptEncoding, len(body))
+			rate, n, err = goLoad(ctx, c.base, m.target, cfg.Conns, d, cfg.AcceptEncoding, len(m.body))
 		}
 		cpu1, cpuErr1 := processCPU(c.cmd.Process.Pid)
 		if err == nil && cpuErr == nil && cpuErr1 == nil && n > 0 {
@@ -302,49 +415,64 @@ func run(ctx context.Context, cfg config) (result, error) {
 		}
 		return rate, cpuPerReq, err
 	}
-	res := result{Client: client, Path: cfg.Path, Bytes: len(body), Header: header}
+	desc := fmt.Sprintf("built-in Go client, %d keep-alive connections, %v per round", cfg.Conns, cfg.Duration)
 	if client == "wrk" {
-		res.Client = fmt.Sprintf("wrk, %d connections, %d threads, %v per round", cfg.Conns, cfg.Threads, cfg.Duration)
-	} else {
-		res.Client = fmt.Sprintf("built-in Go client, %d keep-alive connections, %v per round", cfg.Conns, cfg.Duration)
+		desc = fmt.Sprintf("wrk, %d connections, %d threads, %v per round", cfg.Conns, cfg.Threads, cfg.Duration)
 	}
 	start := time.Now()
 	if cfg.Warmup > 0 {
-		for _, c := range []*child{tm, bare} {
-			if _, _, err := load(c, cfg.Warmup); err != nil {
-				return result{}, fmt.Errorf("warm-up of %s: %w", c.name, err)
+		for _, m := range ms {
+			for _, c := range []*child{tm, m.bare} {
+				if _, _, err := load(c, m, cfg.Warmup); err != nil {
+					return nil, fmt.Errorf("warm-up of %s: %w", c.name, err)
+				}
 			}
 		}
 	}
 	for i := range cfg.Rounds {
-		var x round
-		if x.Tmefeed, x.TmefeedCPU, err = load(tm, cfg.Duration); err != nil {
-			return result{}, fmt.Errorf("round %d, tmefeed: %w\n%s", i+1, err, tm.tail())
+		for _, m := range ms {
+			var x round
+			if x.Tmefeed, x.TmefeedCPU, err = load(tm, m, cfg.Duration); err != nil {
+				return nil, fmt.Errorf("round %d, tmefeed: %w\n%s", i+1, err, tm.tail())
+			}
+			if x.Bare, x.BareCPU, err = load(m.bare, m, cfg.Duration); err != nil {
+				return nil, fmt.Errorf("round %d, bare: %w\n%s", i+1, err, m.bare.tail())
+			}
+			fmt.Fprintf(cfg.Log, "round %d/%d %s: tmefeed %.0f/s, bare %.0f/s\n", i+1, cfg.Rounds, cmp.Or(m.Name, m.Path), x.Tmefeed, x.Bare)
+			m.res.Rounds = append(m.res.Rounds, x)
 		}
-		if x.Bare, x.BareCPU, err = load(bare, cfg.Duration); err != nil {
-			return result{}, fmt.Errorf("round %d, bare: %w\n%s", i+1, err, bare.tail())
+	}
+	elapsed := time.Since(start)
+	out := make([]result, len(ms))
+	for i, m := range ms {
+		// A hit must still be a hit after the load: same bytes.
+		if got, _, err := warm(ctx, tm.base, m.target, cfg.AcceptEncoding); err != nil || !bytes.Equal(got, m.body) {
+			return nil, fmt.Errorf("tmefeed's answer to %s changed during the run (%d bytes, %v)", m.Path, len(got), err)
 		}
-		fmt.Fprintf(cfg.Log, "round %d/%d: tmefeed %.0f/s, bare %.0f/s\n", i+1, cfg.Rounds, x.Tmefeed, x.Bare)
-		res.Rounds = append(res.Rounds, x)
+		m.res.Client, m.res.Elapsed = desc, elapsed
+		out[i] = m.res
 	}
-	res.Elapsed = time.Since(start)
-	// A hit must still be a hit after the load: same bytes.
-	if got, _, err := warm(ctx, tm.base+cfg.Path, cfg.AcceptEncoding); err != nil || !bytes.Equal(got, body) {
-		return result{}, fmt.Errorf("tmefeed's answer changed during the run (%d bytes, %v)", len(got), err)
-	}
-	return res, nil
+	return out, nil
 }
 
-// warm requests url until two answers in a row are 200 with the same
-// body, so that the second came from the cache, and returns it.
-func warm(ctx context.Context, url, acceptEncoding string) ([]byte, http.Header, error) {
+// warm sends t to the server at base until two answers in a row are 200
+// with the same body, so that the second came from the cache, and returns
+// it.
+func warm(ctx context.Context, base string, t target, acceptEncoding string) ([]byte, http.Header, error) {
 	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableCompression: true}}
 	defer c.CloseIdleConnections()
 	var prev []byte
 	for range 10 {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		var send io.Reader
+		if t.Body != "" {
+			send = strings.NewReader(t.Body)
+		}
+		req, err := http.NewRequestWithContext(ctx, cmp.Or(t.Method, http.MethodGet), base+t.Path, send)
 		if err != nil {
 			return nil, nil, err
+		}
+		if t.Body != "" {
+			req.Header.Set("Content-Type", "application/json")
 		}
 		if acceptEncoding != "" {
 			req.Header.Set("Accept-Encoding", acceptEncoding)
@@ -573,7 +701,7 @@ func parseWrk(out string) (rate float64, requests int64, err error) {
 	return rate, requests, nil
 }
 
-func wrkLoad(ctx context.Context, url string, conns, threads int, d time.Duration, acceptEncoding string) (float64, int64, error) {
+func wrkLoad(ctx context.Context, url, script string, conns, threads int, d time.Duration, acceptEncoding string) (float64, int64, error) {
 	// wrk takes whole seconds.
 	secs := int((d + time.Second/2) / time.Second)
 	if secs < 1 {
@@ -582,6 +710,9 @@ func wrkLoad(ctx context.Context, url string, conns, threads int, d time.Duratio
 	args := []string{"-c", strconv.Itoa(conns), "-t", strconv.Itoa(threads), "-d", strconv.Itoa(secs) + "s", "--timeout", "10s"}
 	if acceptEncoding != "" {
 		args = append(args, "-H", "Accept-Encoding: "+acceptEncoding)
+	}
+	if script != "" {
+		args = append(args, "-s", script)
 	}
 	out, err := exec.CommandContext(ctx, "wrk", append(args, url)...).CombinedOutput()
 	if err != nil {
@@ -594,16 +725,19 @@ func wrkLoad(ctx context.Context, url string, conns, threads int, d time.Duratio
 // as soon as the answer is read, and returns the answers per second. Raw
 // connections rather than http.Client keep the client's own cost low, as
 // wrk does. Every answer must be 200 with size bytes of body.
-func goLoad(ctx context.Context, base, path string, conns int, d time.Duration, acceptEncoding string, size int) (float64, int64, error) {
+func goLoad(ctx context.Context, base string, t target, conns int, d time.Duration, acceptEncoding string, size int) (float64, int64, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return 0, 0, err
 	}
-	req := "GET " + path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: hitbench\r\n"
+	req := cmp.Or(t.Method, http.MethodGet) + " " + t.Path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: hitbench\r\n"
 	if acceptEncoding != "" {
 		req += "Accept-Encoding: " + acceptEncoding + "\r\n"
 	}
-	reqBytes := []byte(req + "\r\n")
+	if t.Body != "" {
+		req += "Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(t.Body)) + "\r\n"
+	}
+	reqBytes := []byte(req + "\r\n" + t.Body)
 
 	var (
 		done     atomic.Int64
