@@ -22,7 +22,9 @@ import (
 
 // DefaultFormatLimit is the number of posts a feed-reader document holds
 // when the request gives no limit: readers poll often and keep what they
-// saw, so a document need not hold the whole merged feed.
+// saw, so a document need not hold the whole merged feed. The posts are
+// the newest ones unless the request asks for order=ranked: a reader polls
+// for what is new, and a ranked window may leave out what was just posted.
 const DefaultFormatLimit = 100
 
 // FailedChannelsHeader lists, on a feed-reader document, the channels that
@@ -186,6 +188,7 @@ func (h *handler) formatQuery(raw string) (feedquery.Query, error) {
 		RepeatLists:  true,
 		MaxLimit:     h.feeds.MaxFirst(),
 		DefaultLimit: min(DefaultFormatLimit, h.feeds.MaxFirst()),
+		DefaultOrder: feed.Newest,
 	})
 }
 

@@ -893,3 +893,73 @@ func TestFormatsLastModifiedFollowsChanges(t *testing.T) {
 		})
 	}
 }
+
+// TestFormatsNewestByDefault: a reader subscribed with no parameters but
+// the channels gets the newest posts: a post published a moment ago in
+// one of 13 channels (more posts than the document holds) is in the
+// document, and so is the next one after the feed's pages are refreshed.
+// Ranking stays available by asking for it.
+func TestFormatsNewestByDefault(t *testing.T) {
+	e, ts := formatEnv(t, envOptions{synthetic: 5})
+	channels := e.origin.Channels()
+	if len(channels) != 13 {
+		t.Fatalf("%d channels at the fixture origin, want 13: %v", len(channels), channels)
+	}
+	published := e.origin.PublishPost("just_launched", "Published a moment ago")
+	if total := len(restFeed(t, e, channels, "newest", 500)); total <= server.DefaultFormatLimit {
+		t.Fatalf("the 13 channels hold %d posts: no more than a document's window", total)
+	}
+	query := "?channels=" + strings.Join(channels, ",")
+	link := "https://t.me/just_launched/" + strconv.Itoa(published)
+	for name, f := range formatRoutes {
+		res, body := httpGet(t, ts.URL+f.path+query)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", name, res.StatusCode, body)
+		}
+		doc, err := gofeed.NewParser().Parse(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(doc.Items) != server.DefaultFormatLimit {
+			t.Errorf("%s: %d items, want the default window of %d", name, len(doc.Items), server.DefaultFormatLimit)
+		}
+		if len(doc.Items) == 0 || doc.Items[0].Link != link || doc.Items[0].Title != "Published a moment ago" { // its title is its text
+			t.Errorf("%s: the post published now (%s) does not lead the document", name, link)
+		}
+		for i := 1; i < len(doc.Items); i++ {
+			a, b := doc.Items[i-1].PublishedParsed, doc.Items[i].PublishedParsed
+			if a != nil && b != nil && a.Before(*b) {
+				t.Errorf("%s: item %d (%s) is older than item %d (%s): not newest first", name, i-1, a, i, b)
+				break
+			}
+		}
+	}
+
+	// The next post arrives once the pages are refreshed.
+	next := e.origin.PublishPost("kanal_novostei", "Another one")
+	nextLink := "https://t.me/kanal_novostei/" + strconv.Itoa(next)
+	var found bool
+	for range 50 { // a stale page is served while it is refetched
+		e.clock.Advance(time.Minute)
+		res, body := httpGet(t, ts.URL+"/v1/atom"+query)
+		doc, err := gofeed.NewParser().Parse(bytes.NewReader(body))
+		if res.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("status %d, %v", res.StatusCode, err)
+		}
+		// Both were published within the same second or two: either may lead.
+		if found = len(doc.Items) > 1 && (doc.Items[0].Link == nextLink && doc.Items[1].Link == link ||
+			doc.Items[0].Link == link && doc.Items[1].Link == nextLink); found {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !found {
+		t.Errorf("after a refresh the Atom document does not lead with %s and %s", nextLink, link)
+	}
+
+	// order=ranked is still served, as its own document.
+	res, body := httpGet(t, ts.URL+"/v1/atom"+query+"&order=ranked")
+	if res.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("ranked")) {
+		t.Errorf("order=ranked: status %d, description does not say ranked", res.StatusCode)
+	}
+}
