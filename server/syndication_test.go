@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,17 +112,49 @@ func (p restPost) link() string {
 	return "https://t.me/" + strings.ToLower(p.Channel.Username) + "/" + strconv.Itoa(p.ID)
 }
 
-// files are the media of p a reader can fetch: their file URL, or the
-// preview picture when Telegram shows only that.
+// readerMedia is a medium of p as a reader gets it: the file when a
+// reader can show or play it (not a post's page on t.me, not an animated
+// .tgs sticker), and the preview picture beside a file that is no picture
+// or in place of one.
+type readerMedia struct {
+	file, thumb string // "" when not attached
+}
+
+func (p restPost) media() []readerMedia {
+	var out []readerMedia
+	for _, m := range p.Content.Media {
+		if m.Type == "unsupported" {
+			out = append(out, readerMedia{})
+			continue
+		}
+		var r readerMedia
+		u, _ := url.Parse(m.URL)
+		ext := ""
+		if u != nil {
+			ext = path.Ext(u.Path)
+		}
+		isFile := m.URL != "" && u != nil && u.Host != "t.me" && (m.Type != "sticker" || ext == ".webp" || ext == ".webm")
+		picture := m.Type == "image" || m.Type == "sticker" && ext == ".webp"
+		if isFile && m.Available {
+			r.file = m.URL
+		}
+		if m.Thumb != "" && (r.file == "" || !picture) {
+			r.thumb = m.Thumb
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// files are the media of p a reader can fetch, as attached: each
+// medium's file, then its preview picture.
 func (p restPost) files() []string {
 	var out []string
-	for _, m := range p.Content.Media {
-		switch {
-		case !m.Available:
-		case m.URL != "":
-			out = append(out, m.URL)
-		case m.Thumb != "":
-			out = append(out, m.Thumb)
+	for _, m := range p.media() {
+		for _, u := range []string{m.file, m.thumb} {
+			if u != "" {
+				out = append(out, u)
+			}
 		}
 	}
 	return out
@@ -577,13 +610,12 @@ func TestFormatsPublicURL(t *testing.T) {
 			}
 		}
 		var wantLinks []string
-		for j, m := range want[i].Content.Media {
+		for j, m := range want[i].media() {
 			prefix := public + "/media/tmefeed_news/" + strconv.Itoa(want[i].ID) + "/" + strconv.Itoa(j)
-			switch {
-			case !m.Available:
-			case m.URL != "":
+			if m.file != "" {
 				wantLinks = append(wantLinks, prefix)
-			case m.Thumb != "":
+			}
+			if m.thumb != "" {
 				wantLinks = append(wantLinks, prefix+"?thumb=1")
 			}
 		}
@@ -900,7 +932,7 @@ func TestFormatsLastModifiedFollowsChanges(t *testing.T) {
 // document, and so is the next one after the feed's pages are refreshed.
 // Ranking stays available by asking for it.
 func TestFormatsNewestByDefault(t *testing.T) {
-	e, ts := formatEnv(t, envOptions{synthetic: 5})
+	e, ts := formatEnv(t, envOptions{synthetic: 4})
 	channels := e.origin.Channels()
 	if len(channels) != 13 {
 		t.Fatalf("%d channels at the fixture origin, want 13: %v", len(channels), channels)
