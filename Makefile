@@ -40,11 +40,16 @@ fuzz: ## fuzz the parser for FUZZTIME (default 1m)
 # docker compose (plugin) where it works, else Debian's docker-compose.
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-up: ## two tmefeed replicas (:8080, :8081) sharing one Valkey; needs a Docker engine
+up: .env ## two tmefeed replicas (:8080, :8081) sharing one Valkey; needs a Docker engine
 	$(COMPOSE) up --build
 
-compose-config: ## validate docker-compose.yml (needs no engine)
+compose-config: .env ## validate docker-compose.yml (needs no engine)
 	$(COMPOSE) config --quiet
+
+# docker-compose.yml reads the settings in .env (env_file): an empty one
+# when none was copied from .env.example.
+.env:
+	touch .env
 
 multiproc: ## 3 tmefeed processes over one redis-server, 32 clients each for 20s: origin fetches must equal the minimum
 	$(GO) run ./tools/multiproc

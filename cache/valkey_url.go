@@ -12,6 +12,14 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
+// CheckValkeyURL reports what is wrong with a VALKEY_URL value as
+// NewValkey would read it, without connecting, so that a process can
+// refuse a bad setting before it starts anything.
+func CheckValkeyURL(s string) error {
+	_, err := parseValkeyURL(s)
+	return err
+}
+
 // parseValkeyURL reads VALKEY_URL into client options. It takes one URL as
 // valkey.ParseURL does (more cluster seeds with ?addr=host:port), or a
 // comma-separated list of seeds, each a URL or a bare host[:port]:

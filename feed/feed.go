@@ -216,6 +216,11 @@ type Page struct {
 	// NewestFetchedAt is when the newest of those pages was fetched: no
 	// change the page shows was read later (what a Last-Modified needs).
 	NewestFetchedAt time.Time
+	// Channels are the headers of the channels read (username, title,
+	// description, avatar), sorted by username, whether or not any of
+	// their posts is among Items: a feed with no posts is still named by
+	// its channels.
+	Channels []*parser.Channel
 
 	version Version
 }
@@ -304,6 +309,8 @@ type build struct {
 	builtAt time.Time
 	// channels are the query's valid names, sorted, for Changed.
 	channels []string
+	// heads are the headers of the channels read, copied (see Page.Channels).
+	heads []*parser.Channel
 	// validUntil (Unix nanoseconds) is when the build stops being reused
 	// unchecked; a recheck that finds the pages unchanged moves it, and
 	// updates fresh.
@@ -735,12 +742,27 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 			}
 		}
 		pagesOK = append(pagesOK, cp)
+		b.heads = append(b.heads, headOf(ch))
 	}
 	b.items = merge(pagesOK, q.filter, q.order, now, s.cursors.writer(q.order, q.binding))
 	b.pin(pagesOK, parsed)
 	s.builds.Add(1)
 	s.keep(q.key, b)
 	return b, nil
+}
+
+// headOf copies what names a channel out of its page, so that a build
+// keeps no page alive for its header alone.
+func headOf(ch *parser.Channel) *parser.Channel {
+	h := &parser.Channel{
+		Username: strings.Clone(ch.Username),
+		Title:    parser.Rich{String: strings.Clone(ch.Title.String)},
+		Avatar:   strings.Clone(ch.Avatar),
+	}
+	if d := ch.Description; d != nil {
+		h.Description = &parser.Rich{String: strings.Clone(d.String)}
+	}
+	return h
 }
 
 // pin records the parses b's items point into, and b's own size: items,
@@ -774,6 +796,14 @@ func (b *build) pin(cps []channelPage, parsed map[*parser.Page]*pages.Parsed) {
 		own += memsize.String(len(f.Username)) + 64 // the error and its message, roughly
 	}
 	own += memsize.Alloc(cap(b.pinned) * 8)
+	own += memsize.Alloc(cap(b.heads) * 8)
+	for _, h := range b.heads {
+		own += memsize.Alloc(int(unsafe.Sizeof(parser.Channel{}))) + memsize.String(len(h.Username)) +
+			memsize.String(len(h.Title.String)) + memsize.String(len(h.Avatar))
+		if h.Description != nil {
+			own += memsize.Alloc(int(unsafe.Sizeof(parser.Rich{}))) + memsize.String(len(h.Description.String))
+		}
+	}
 	b.own = own
 }
 
@@ -834,6 +864,7 @@ func (b *build) page(start, end int) *Page {
 		HasNextPage:     end < n,
 		HasPreviousPage: start > 0,
 		Failed:          b.failed,
+		Channels:        b.heads,
 		Key:             strconv.FormatUint(b.id, 10) + ":" + strconv.Itoa(start) + ":" + strconv.Itoa(end),
 	}
 }

@@ -4,11 +4,15 @@ import (
 	"html"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
+
+	xhtml "golang.org/x/net/html"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/internal/medialink"
@@ -24,6 +28,7 @@ const maxTitleRunes = 100
 // three ways.
 type entry struct {
 	id          string // https://t.me/<channel>/<id>: the post's own link, stable
+	num         int    // the post's number; 0 when t.me names it nowhere
 	link        string // id, or for a post t.me names nowhere the channel's page
 	title       string
 	content     string    // safe HTML
@@ -49,6 +54,7 @@ func newEntry(it feed.Item, o *Options) entry {
 	p := it.Post
 	ch := channelName(it)
 	e := entry{
+		num:       p.ID,
 		id:        postURL(ch, p.ID),
 		authorURL: "https://t.me/" + ch,
 	}
@@ -92,10 +98,10 @@ func newEntry(it feed.Item, o *Options) entry {
 	}
 	if t := c.Text; t != nil && t.HTML != "" {
 		// A div: the text may hold blockquotes and pre blocks.
-		b.WriteString("<div>" + sanitize.Post(t.HTML, ch) + "</div>")
+		b.WriteString("<div>" + hideSpoilers(sanitize.Post(t.HTML, ch)) + "</div>")
 	}
 	for i, m := range c.Media {
-		if a, ok := mediaAttachment(ch, p.ID, i, m, o.MediaBase); ok {
+		for _, a := range mediaAttachments(ch, p.ID, i, m, o.MediaBase) {
 			e.attachments = append(e.attachments, a)
 			if e.image == "" && strings.HasPrefix(a.mimeType, "image/") {
 				e.image = a.url
@@ -128,7 +134,7 @@ func newEntry(it feed.Item, o *Options) entry {
 		link(&b, l.URL, name)
 		b.WriteString("</p>")
 		if d := l.Description; d != nil && d.HTML != "" {
-			b.WriteString("<div>" + sanitize.Post(d.HTML, ch) + "</div>")
+			b.WriteString("<div>" + hideSpoilers(sanitize.Post(d.HTML, ch)) + "</div>")
 		}
 		b.WriteString("</blockquote>")
 	}
@@ -166,15 +172,37 @@ func postURL(channel string, id int) string {
 	return "https://t.me/" + channel + "/" + strconv.Itoa(id)
 }
 
-// title is the first non-empty line of the post's text, bounded, or a
-// description of what the post holds when it has no text.
+// minTitleRunes is how long a title grows before it stops at the end of
+// a line: a first line like "Minister:" says little on its own, and every
+// post that opens with it would share it.
+const minTitleRunes = 40
+
+// title is the start of the post's text with its spoilers hidden: its
+// first non-empty line, and the next ones while it is shorter than
+// minTitleRunes, bounded; or a description of what the post holds when
+// it has no text.
 func title(p *parser.Post) string {
 	c := &p.Content
 	if c.Text != nil {
-		for line := range strings.SplitSeq(c.Text.String, "\n") {
-			if line = strings.TrimSpace(line); line != "" {
-				return bound(line)
+		var t strings.Builder
+		for line := range strings.SplitSeq(plainText(c.Text), "\n") {
+			if line = strings.TrimSpace(line); line == "" {
+				continue
 			}
+			if t.Len() > 0 {
+				if last, _ := utf8.DecodeLastRuneInString(t.String()); unicode.IsPunct(last) {
+					t.WriteString(" ")
+				} else {
+					t.WriteString(" — ")
+				}
+			}
+			t.WriteString(line)
+			if utf8.RuneCountInString(t.String()) >= minTitleRunes {
+				break
+			}
+		}
+		if t.Len() > 0 {
+			return bound(t.String())
 		}
 	}
 	switch {
@@ -193,6 +221,93 @@ func title(p *parser.Post) string {
 		return "Post"
 	}
 	return "Post " + strconv.Itoa(p.ID)
+}
+
+// spoilerText stands for a spoiler's text, which readers would show: they
+// drop the markup that hides it on Telegram.
+const spoilerText = "[spoiler]"
+
+// plainText is t's plain text with each spoiler replaced by spoilerText.
+// Entities count UTF-16 code units.
+func plainText(t *parser.Text) string {
+	var spans [][2]int
+	for _, e := range t.Entities {
+		if e.Type == parser.EntitySpoiler && e.Length > 0 {
+			spans = append(spans, [2]int{e.Offset, e.Offset + e.Length})
+		}
+	}
+	if len(spans) == 0 {
+		return t.String
+	}
+	var b strings.Builder
+	unit := 0 // UTF-16 offset of r
+	hidden := false
+	for _, r := range t.String {
+		in := false
+		for _, sp := range spans {
+			in = in || unit >= sp[0] && unit < sp[1]
+		}
+		switch {
+		case in && !hidden:
+			b.WriteString(spoilerText)
+		case !in:
+			b.WriteRune(r)
+		}
+		hidden = in
+		unit += utf16.RuneLen(r)
+	}
+	return b.String()
+}
+
+// hideSpoilers replaces every spoiler of sanitized HTML (<tg-spoiler>, or
+// <span class="tg-spoiler">) and all it holds with spoilerText. The
+// sanitizer's output is balanced, so an element's end is found by
+// counting the opens and closes of its name.
+func hideSpoilers(s string) string {
+	if !strings.Contains(s, "spoiler") {
+		return s
+	}
+	var out strings.Builder
+	z := xhtml.NewTokenizer(strings.NewReader(s))
+	var in string // the spoiler element's name while inside one
+	depth := 0
+	for {
+		tt := z.Next()
+		if tt == xhtml.ErrorToken {
+			return out.String()
+		}
+		raw := string(z.Raw()) // before Token, which may reuse its bytes
+		tok := z.Token()
+		if in != "" {
+			switch {
+			case tt == xhtml.StartTagToken && tok.Data == in:
+				depth++
+			case tt == xhtml.EndTagToken && tok.Data == in:
+				if depth--; depth == 0 {
+					in = ""
+				}
+			}
+			continue
+		}
+		if tt == xhtml.StartTagToken && isSpoiler(tok) {
+			in, depth = tok.Data, 1
+			out.WriteString("<i>" + spoilerText + "</i>")
+			continue
+		}
+		out.WriteString(raw)
+	}
+}
+
+func isSpoiler(t xhtml.Token) bool {
+	if t.Data == "tg-spoiler" {
+		return true
+	}
+	for _, a := range t.Attr {
+		if a.Key == "class" && slices.Contains(strings.Fields(a.Val), "tg-spoiler") {
+			return true
+		}
+	}
+	return false
 }
 
 // bound cuts s to maxTitleRunes, at a word boundary when there is one in
@@ -259,64 +374,135 @@ func kindName(k parser.MediaKind) string {
 	return "Media not shown on the web"
 }
 
-// mediaURLs are the media file's URL and its preview picture's: Telegram's
-// own, or the durable links under base (see Options.MediaBase).
-func mediaURLs(channel string, id, index int, m parser.Media, base string) (file, thumb string) {
-	return medialink.Links(base, channel, id, index, safeURL(m.URL), safeURL(m.Thumb))
+// fileKind says what a medium's file is to a feed reader.
+type fileKind uint8
+
+const (
+	noFile    fileKind = iota // nothing to fetch: a page, an animation only Telegram plays
+	imageFile                 // shown as <img>
+	mediaFile                 // played or downloaded: an enclosure
+)
+
+// classify is what a reader can do with m's file: Telegram links some
+// documents and audio files to the post's own page, which is no file, and
+// animated stickers (.tgs) play only in Telegram's own player.
+func classify(m parser.Media) fileKind {
+	u := safeURL(m.URL)
+	switch {
+	case u == "" || isPostPage(u):
+		return noFile
+	case m.Type == parser.MediaSticker:
+		switch ext(u) {
+		case ".webp", ".png", ".jpg", ".jpeg", ".gif":
+			return imageFile
+		case ".webm", ".mp4":
+			return mediaFile
+		}
+		return noFile
+	case m.Type == parser.MediaImage:
+		return imageFile
+	}
+	return mediaFile
 }
 
-// mediaAttachment is the file of m, or its preview picture when Telegram
-// shows only that; false when neither can be fetched.
-func mediaAttachment(channel string, id, index int, m parser.Media, base string) (attachment, bool) {
-	if !m.Available || m.Type == parser.MediaUnsupported {
-		return attachment{}, false
+// isPostPage reports whether u is a post's page on t.me rather than a file.
+func isPostPage(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(p.Hostname()) {
+	case "t.me", "telegram.me", "www.t.me":
+		return true
+	}
+	return false
+}
+
+func ext(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(path.Ext(u.Path))
+}
+
+// mediaURLs are the media file's URL ("" when it is no file, see
+// classify) and its preview picture's: Telegram's own, or the durable
+// links under base (see Options.MediaBase).
+func mediaURLs(channel string, id, index int, m parser.Media, base string) (file, thumb string) {
+	if classify(m) != noFile {
+		file = safeURL(m.URL)
+	}
+	return medialink.Links(base, channel, id, index, file, safeURL(m.Thumb))
+}
+
+// mediaAttachments are what a reader attaches of m: its file when a
+// reader can show or play it, typed as what it is, and its preview
+// picture when Telegram shows one (the only attachment of a video too
+// big for the web, a sticker with only a picture).
+func mediaAttachments(channel string, id, index int, m parser.Media, base string) []attachment {
+	if m.Type == parser.MediaUnsupported {
+		return nil
 	}
 	file, thumb := mediaURLs(channel, id, index, m, base)
-	a := attachment{title: m.Title}
-	if m.Duration != nil {
-		a.duration = m.Duration.Raw
+	var out []attachment
+	if file != "" && m.Available {
+		a := attachment{url: file, title: m.Title, mimeType: mimeType(m.URL, m.Type)}
+		if m.Duration != nil {
+			a.duration = m.Duration.Raw
+		}
+		out = append(out, a)
 	}
-	switch {
-	case file != "":
-		a.url, a.mimeType = file, mimeType(m.URL, m.Type)
-	case thumb != "":
-		a.url, a.mimeType, a.duration = thumb, mimeType(m.Thumb, parser.MediaImage), 0
-	default:
-		return attachment{}, false
+	if thumb != "" && (len(out) == 0 || !strings.HasPrefix(out[0].mimeType, "image/")) {
+		out = append(out, attachment{url: thumb, mimeType: mimeType(m.Thumb, parser.MediaImage)})
 	}
-	return a, true
+	return out
 }
 
-// writeMedia shows m in the content: pictures as <img>, playable media as
-// a picture or a name linking to the file, anything unavailable as a link
-// to the post.
+// writeMedia shows m in the content: pictures as <img>, playable media
+// as their preview picture (or name) linking to the file, a preview
+// picture of what only Telegram plays linking to the post, and what has
+// no file as a link to the post or the page Telegram names.
 func writeMedia(b *strings.Builder, channel string, id, index int, m parser.Media, base, post string) {
 	file, thumb := mediaURLs(channel, id, index, m, base)
+	kind := classify(m)
 	name := kindName(m.Type)
-	if m.Title != "" {
+	switch {
+	case m.Type == parser.MediaSticker && kind == mediaFile:
+		name = "Video sticker"
+	case m.Title != "":
 		name = m.Title
 		if m.Extra != "" {
 			name += " (" + m.Extra + ")"
 		}
 	}
-	b.WriteString("<p>")
-	switch {
-	case !m.Available || file == "" && thumb == "":
-		link(b, post, name+": open in Telegram")
-	case m.Type == parser.MediaImage || m.Type == parser.MediaSticker:
-		src := file
-		if src == "" {
-			src = thumb
-		}
-		b.WriteString(`<img src="` + html.EscapeString(src) + `" alt="` + html.EscapeString(kindName(m.Type)) + `">`)
-	case thumb != "":
-		target := file
-		if target == "" {
+	if d := m.Duration; d != nil && d.Formatted != "" && m.Title == "" {
+		name += " (" + d.Formatted + ")"
+	}
+	target := file
+	if target == "" || !m.Available {
+		// Telegram's page for the medium (a document's post), else the post.
+		target = safeURL(m.URL)
+		if target == "" || !isPostPage(target) {
 			target = post
 		}
+	}
+	b.WriteString("<p>")
+	switch {
+	case m.Type == parser.MediaUnsupported:
+		link(b, post, name+": open in Telegram")
+	case kind == imageFile && file != "" && m.Available:
+		b.WriteString(`<img src="` + html.EscapeString(file) + `" alt="` + html.EscapeString(kindName(m.Type)) + `">`)
+	case thumb != "":
 		b.WriteString(`<a href="` + html.EscapeString(target) + `"><img src="` + html.EscapeString(thumb) + `" alt="` + html.EscapeString(name) + `"></a>`)
-	default:
+		if target != file {
+			b.WriteString("<br>")
+			link(b, target, name+": open in Telegram")
+		}
+	case file != "" && m.Available:
 		link(b, file, name)
+	default:
+		link(b, target, name+": open in Telegram")
 	}
 	b.WriteString("</p>")
 }
@@ -380,8 +566,6 @@ func mimeType(rawURL string, k parser.MediaKind) string {
 	switch k {
 	case parser.MediaImage:
 		return "image/jpeg"
-	case parser.MediaSticker:
-		return "image/webp"
 	case parser.MediaVideo, parser.MediaGIF, parser.MediaRoundVideo:
 		return "video/mp4"
 	case parser.MediaVoice:

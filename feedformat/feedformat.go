@@ -5,8 +5,9 @@
 //
 // Every format says the same: an item per post, identified by the post's
 // t.me link (https://t.me/<channel>/<id>, stable across requests), titled
-// by the first line of its text, with the text as sanitized HTML and the
-// media both shown in that HTML and attached (RSS allows one enclosure per
+// by the start of its text (distinct among a channel's posts), with the
+// text as sanitized HTML, spoilers hidden, and the media both shown in that
+// HTML and attached as a reader can use them (RSS allows one enclosure per
 // item: the first), the channel as author. Output depends only on its
 // inputs, so equal feeds render to equal bytes and an ETag can be their
 // hash.
@@ -17,10 +18,12 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
+	"github.com/tmefeed/tmefeed/parser"
 )
 
 // Format is a feed document format.
@@ -73,8 +76,14 @@ type Options struct {
 	// Atom link rel=self and id, JSON Feed feed_url).
 	SelfURL string
 	// HomeURL is the feed's web page when it merges several channels
-	// (the service's address); a one-channel feed links the channel.
+	// (the widget showing them); a one-channel feed links the channel.
 	HomeURL string
+	// Headers are the headers of the feed's channels (feed.Page.Channels):
+	// a one-channel feed is named by its title even when it has no posts.
+	Headers []*parser.Channel
+	// Checked is when the feed's pages were last read: the date of a feed
+	// with no posts, which has no newer date to give.
+	Checked time.Time
 	// MediaBase, when set, is the service's public URL: media are linked
 	// as MediaBase/media/{channel}/{id}/{index} (and ?thumb=1 for
 	// preview pictures), which stay valid while Telegram's CDN links
@@ -97,6 +106,13 @@ func Render(f Format, items []feed.Item, o Options) ([]byte, error) {
 		if entries[i].date.After(d.updated) {
 			d.updated = entries[i].date
 		}
+	}
+	distinctTitles(entries)
+	if d.updated.IsZero() && !o.Checked.IsZero() {
+		// No post dates the feed: it was last seen empty when its pages
+		// were read. Whole hours, so that the document (and its ETag)
+		// stays the same across the refreshes of an hour.
+		d.updated = o.Checked.UTC().Truncate(time.Hour)
 	}
 	switch f {
 	case RSS:
@@ -131,6 +147,28 @@ type document struct {
 	updated            time.Time // the newest post's date; zero when there is none
 }
 
+// distinctTitles gives the entries of a channel that would share a title
+// their post's number (or date) after it: a reader lists them by title.
+func distinctTitles(entries []entry) {
+	type key struct{ channel, title string }
+	n := make(map[key]int, len(entries))
+	for _, e := range entries {
+		n[key{e.authorURL, e.title}]++
+	}
+	for i := range entries {
+		e := &entries[i]
+		if n[key{e.authorURL, e.title}] < 2 {
+			continue
+		}
+		switch {
+		case e.num > 0:
+			e.title += " (#" + strconv.Itoa(e.num) + ")"
+		case !e.date.IsZero():
+			e.title += " (" + e.date.Format("2 Jan 2006 15:04") + ")"
+		}
+	}
+}
+
 // maxNamedChannels bounds the channels a feed's title names.
 const maxNamedChannels = 5
 
@@ -145,17 +183,24 @@ func describe(items []feed.Item, o *Options) document {
 		d.home = "https://t.me/s/" + ch
 		d.title = "@" + ch
 		d.description = "Posts of @" + ch + " on Telegram, " + order
+		heads := o.Headers
 		for _, it := range items {
-			if it.Channel == nil {
+			if it.Channel != nil {
+				heads = []*parser.Channel{it.Channel}
+				break
+			}
+		}
+		for _, h := range heads {
+			if h == nil || !strings.EqualFold(h.Username, ch) {
 				continue
 			}
-			if t := strings.TrimSpace(it.Channel.Title.String); t != "" {
+			if t := strings.TrimSpace(h.Title.String); t != "" {
 				d.title = clean(t)
 			}
-			if desc := it.Channel.Description; desc != nil && strings.TrimSpace(desc.String) != "" {
+			if desc := h.Description; desc != nil && strings.TrimSpace(desc.String) != "" {
 				d.description = clean(strings.TrimSpace(desc.String))
 			}
-			d.icon = safeURL(it.Channel.Avatar)
+			d.icon = safeURL(h.Avatar)
 			break
 		}
 		return d
@@ -315,7 +360,9 @@ type atomEntry struct {
 func renderAtom(d document, entries []entry) ([]byte, error) {
 	updated := d.updated
 	if updated.IsZero() {
-		updated = time.Unix(0, 0).UTC() // a feed with no posts never changed
+		// Atom requires a date; a feed with no posts whose pages were
+		// never read has none but the Unix epoch, which readers show as 1970.
+		updated = time.Unix(0, 0).UTC()
 	}
 	doc := atomFeed{
 		Title:    atomText{Type: "text", Value: d.title},

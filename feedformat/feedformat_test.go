@@ -23,7 +23,11 @@ func TestTitles(t *testing.T) {
 		post parser.Post
 		want string
 	}{
-		{parser.Post{ID: 1, Content: parser.PostContent{Text: &parser.Text{String: "\n  First line  \nsecond"}}}, "First line"},
+		{parser.Post{ID: 1, Content: parser.PostContent{Text: &parser.Text{String: "\n  First line  \nsecond"}}}, "First line — second"},
+		{parser.Post{ID: 8, Content: parser.PostContent{Text: &parser.Text{String: "Minister:\n«The bridge opens in May, not in June.»\nMore below."}}}, "Minister: «The bridge opens in May, not in June.»"},
+		{parser.Post{ID: 9, Content: parser.PostContent{Text: &parser.Text{String: "A first line long enough to stand on its own\nsecond"}}}, "A first line long enough to stand on its own"},
+		// A spoiler (UTF-16 offsets: the emoji counts two) is hidden.
+		{parser.Post{ID: 10, Content: parser.PostContent{Text: &parser.Text{String: "🎬 Who won? The blue team!", Entities: []parser.Entity{{Offset: 12, Length: 13, Type: parser.EntitySpoiler}}}}}, "🎬 Who won? [spoiler]!"},
 		{parser.Post{ID: 2, Content: parser.PostContent{Media: []parser.Media{{Type: parser.MediaImage}, {Type: parser.MediaImage}}}}, "2 photos"},
 		{parser.Post{ID: 3, Content: parser.PostContent{Media: []parser.Media{{Type: parser.MediaVideo}, {Type: parser.MediaImage}}}}, "Video and 1 more"},
 		{parser.Post{ID: 4, Content: parser.PostContent{Media: []parser.Media{{Type: parser.MediaDocument, Title: "report.pdf"}}}}, "report.pdf"},
@@ -81,15 +85,17 @@ func TestMediaLinks(t *testing.T) {
 		{Type: parser.MediaUnsupported},
 	}}}
 	e := newEntry(item(p), &Options{})
-	if len(e.attachments) != 2 || e.attachments[0].url != "https://cdn.example/v.mp4" || e.attachments[0].mimeType != "video/mp4" ||
-		e.attachments[1].url != "https://cdn.example/big.jpg" || e.attachments[1].mimeType != "image/jpeg" {
+	if len(e.attachments) != 3 || e.attachments[0].url != "https://cdn.example/v.mp4" || e.attachments[0].mimeType != "video/mp4" ||
+		e.attachments[1].url != "https://cdn.example/t.jpg" || e.attachments[1].mimeType != "image/jpeg" ||
+		e.attachments[2].url != "https://cdn.example/big.jpg" || e.attachments[2].mimeType != "image/jpeg" {
 		t.Errorf("attachments %+v", e.attachments)
 	}
 	if strings.Contains(e.content, "javascript") {
 		t.Errorf("content links a javascript: URL: %s", e.content)
 	}
 	e = newEntry(item(p), &Options{MediaBase: "https://pub.example"})
-	if len(e.attachments) != 2 || e.attachments[0].url != "https://pub.example/media/somechannel/5/1" || e.attachments[1].url != "https://pub.example/media/somechannel/5/2?thumb=1" {
+	if len(e.attachments) != 3 || e.attachments[0].url != "https://pub.example/media/somechannel/5/1" ||
+		e.attachments[1].url != "https://pub.example/media/somechannel/5/1?thumb=1" || e.attachments[2].url != "https://pub.example/media/somechannel/5/2?thumb=1" {
 		t.Errorf("durable attachments %+v", e.attachments)
 	}
 	if !strings.Contains(e.content, `src="https://pub.example/media/somechannel/5/1?thumb=1"`) || strings.Contains(e.content, "cdn.example") {

@@ -449,11 +449,11 @@ func TestFeedFilters(t *testing.T) {
 
 // The same forwarded original seen in two channels is listed once.
 func TestFeedDeduplicatesForwards(t *testing.T) {
-	// loadchan004 and loadchan012 are both copies of kanal_novostei (the
-	// fourth of eight recorded channels), whose post 1203 forwards
+	// loadchan004 and loadchan013 are both copies of kanal_novostei (the
+	// fourth of nine recorded channels), whose post 1203 forwards
 	// https://t.me/gorod_novosti/4410.
-	e := newEnv(t, envOptions{synthetic: 12})
-	d := e.feedPage(t, map[string]any{"channels": []string{"loadchan004", "loadchan012", "loadchan004"}, "first": 2000, "order": "NEWEST"})
+	e := newEnv(t, envOptions{synthetic: 13})
+	d := e.feedPage(t, map[string]any{"channels": []string{"loadchan004", "loadchan013", "loadchan004"}, "first": 2000, "order": "NEWEST"})
 	forwards := 0
 	seen := map[string]bool{}
 	for _, ed := range d.Feed.Edges {

@@ -65,6 +65,7 @@ type envOptions struct {
 	feed           bool               // serve POST /v1/feed from a real feed service
 	media          bool               // serve GET /media from the page service
 	deepHistory    int                // posts of fixtures.DeepChannel
+	synthetic      int                // fixtures.OriginOptions.Synthetic
 	graphQL        http.Handler       // server.Config.GraphQL
 	playground     http.Handler       // server.Config.Playground
 	cors           []string           // server.Config.CORSOrigins
@@ -79,7 +80,7 @@ type envOptions struct {
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	e := &env{t: t, clock: &testClock{t: time.Now()}}
-	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: opts.originPages, DeepHistory: opts.deepHistory})
+	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: opts.originPages, DeepHistory: opts.deepHistory, Synthetic: opts.synthetic})
 	ts := httptest.NewServer(e.origin)
 	t.Cleanup(ts.Close)
 

@@ -22,7 +22,9 @@ import (
 
 // DefaultFormatLimit is the number of posts a feed-reader document holds
 // when the request gives no limit: readers poll often and keep what they
-// saw, so a document need not hold the whole merged feed.
+// saw, so a document need not hold the whole merged feed. The posts are
+// the newest ones unless the request asks for order=ranked: a reader polls
+// for what is new, and a ranked window may leave out what was just posted.
 const DefaultFormatLimit = 100
 
 // FailedChannelsHeader lists, on a feed-reader document, the channels that
@@ -59,8 +61,10 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 			Channels:  channels.valid,
 			Order:     req.Order,
 			SelfURL:   self,
-			HomeURL:   base + "/",
+			HomeURL:   h.homeURL(base, channels.valid),
 			MediaBase: h.publicURL,
+			Headers:   p.Channels,
+			Checked:   p.NewestFetchedAt,
 		}
 		// The key holds every input of the document besides the page:
 		// its address (channels, order, filter, limit) and media links.
@@ -85,6 +89,19 @@ func (h *handler) syndication(f feedformat.Format) http.HandlerFunc {
 		tag := etag(b, failed)
 		h.writeDocument(w, r, p, key, b, tag, h.docDates.modified(key, tag, p, feedformat.Updated(p.Items)))
 	}
+}
+
+// homeURL is the web page of a feed of several channels, which readers
+// link as its site: the widget showing them when it is served, else the
+// first channel's page on t.me. (A one-channel feed links its channel.)
+func (h *handler) homeURL(base string, channels []string) string {
+	if h.widget != nil && len(channels) > 0 {
+		return base + "/embed?" + url.Values{"channels": {strings.Join(channels, ",")}}.Encode()
+	}
+	if len(channels) > 0 {
+		return "https://t.me/s/" + channels[0]
+	}
+	return base + "/"
 }
 
 // writeDocument sends a feed-reader document kept for build p under key,
@@ -186,6 +203,7 @@ func (h *handler) formatQuery(raw string) (feedquery.Query, error) {
 		RepeatLists:  true,
 		MaxLimit:     h.feeds.MaxFirst(),
 		DefaultLimit: min(DefaultFormatLimit, h.feeds.MaxFirst()),
+		DefaultOrder: feed.Newest,
 	})
 }
 

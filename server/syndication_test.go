@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -111,17 +112,49 @@ func (p restPost) link() string {
 	return "https://t.me/" + strings.ToLower(p.Channel.Username) + "/" + strconv.Itoa(p.ID)
 }
 
-// files are the media of p a reader can fetch: their file URL, or the
-// preview picture when Telegram shows only that.
+// readerMedia is a medium of p as a reader gets it: the file when a
+// reader can show or play it (not a post's page on t.me, not an animated
+// .tgs sticker), and the preview picture beside a file that is no picture
+// or in place of one.
+type readerMedia struct {
+	file, thumb string // "" when not attached
+}
+
+func (p restPost) media() []readerMedia {
+	var out []readerMedia
+	for _, m := range p.Content.Media {
+		if m.Type == "unsupported" {
+			out = append(out, readerMedia{})
+			continue
+		}
+		var r readerMedia
+		u, _ := url.Parse(m.URL)
+		ext := ""
+		if u != nil {
+			ext = path.Ext(u.Path)
+		}
+		isFile := m.URL != "" && u != nil && u.Host != "t.me" && (m.Type != "sticker" || ext == ".webp" || ext == ".webm")
+		picture := m.Type == "image" || m.Type == "sticker" && ext == ".webp"
+		if isFile && m.Available {
+			r.file = m.URL
+		}
+		if m.Thumb != "" && (r.file == "" || !picture) {
+			r.thumb = m.Thumb
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// files are the media of p a reader can fetch, as attached: each
+// medium's file, then its preview picture.
 func (p restPost) files() []string {
 	var out []string
-	for _, m := range p.Content.Media {
-		switch {
-		case !m.Available:
-		case m.URL != "":
-			out = append(out, m.URL)
-		case m.Thumb != "":
-			out = append(out, m.Thumb)
+	for _, m := range p.media() {
+		for _, u := range []string{m.file, m.thumb} {
+			if u != "" {
+				out = append(out, u)
+			}
 		}
 	}
 	return out
@@ -577,13 +610,12 @@ func TestFormatsPublicURL(t *testing.T) {
 			}
 		}
 		var wantLinks []string
-		for j, m := range want[i].Content.Media {
+		for j, m := range want[i].media() {
 			prefix := public + "/media/tmefeed_news/" + strconv.Itoa(want[i].ID) + "/" + strconv.Itoa(j)
-			switch {
-			case !m.Available:
-			case m.URL != "":
+			if m.file != "" {
 				wantLinks = append(wantLinks, prefix)
-			case m.Thumb != "":
+			}
+			if m.thumb != "" {
 				wantLinks = append(wantLinks, prefix+"?thumb=1")
 			}
 		}
@@ -891,5 +923,75 @@ func TestFormatsLastModifiedFollowsChanges(t *testing.T) {
 				t.Errorf("Last-Modified %q after the removal, %q before", res.Header.Get("Last-Modified"), lm2)
 			}
 		})
+	}
+}
+
+// TestFormatsNewestByDefault: a reader subscribed with no parameters but
+// the channels gets the newest posts: a post published a moment ago in
+// one of 13 channels (more posts than the document holds) is in the
+// document, and so is the next one after the feed's pages are refreshed.
+// Ranking stays available by asking for it.
+func TestFormatsNewestByDefault(t *testing.T) {
+	e, ts := formatEnv(t, envOptions{synthetic: 4})
+	channels := e.origin.Channels()
+	if len(channels) != 13 {
+		t.Fatalf("%d channels at the fixture origin, want 13: %v", len(channels), channels)
+	}
+	published := e.origin.PublishPost("just_launched", "Published a moment ago")
+	if total := len(restFeed(t, e, channels, "newest", 500)); total <= server.DefaultFormatLimit {
+		t.Fatalf("the 13 channels hold %d posts: no more than a document's window", total)
+	}
+	query := "?channels=" + strings.Join(channels, ",")
+	link := "https://t.me/just_launched/" + strconv.Itoa(published)
+	for name, f := range formatRoutes {
+		res, body := httpGet(t, ts.URL+f.path+query)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d: %s", name, res.StatusCode, body)
+		}
+		doc, err := gofeed.NewParser().Parse(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(doc.Items) != server.DefaultFormatLimit {
+			t.Errorf("%s: %d items, want the default window of %d", name, len(doc.Items), server.DefaultFormatLimit)
+		}
+		if len(doc.Items) == 0 || doc.Items[0].Link != link || doc.Items[0].Title != "Published a moment ago" { // its title is its text
+			t.Errorf("%s: the post published now (%s) does not lead the document", name, link)
+		}
+		for i := 1; i < len(doc.Items); i++ {
+			a, b := doc.Items[i-1].PublishedParsed, doc.Items[i].PublishedParsed
+			if a != nil && b != nil && a.Before(*b) {
+				t.Errorf("%s: item %d (%s) is older than item %d (%s): not newest first", name, i-1, a, i, b)
+				break
+			}
+		}
+	}
+
+	// The next post arrives once the pages are refreshed.
+	next := e.origin.PublishPost("kanal_novostei", "Another one")
+	nextLink := "https://t.me/kanal_novostei/" + strconv.Itoa(next)
+	var found bool
+	for range 50 { // a stale page is served while it is refetched
+		e.clock.Advance(time.Minute)
+		res, body := httpGet(t, ts.URL+"/v1/atom"+query)
+		doc, err := gofeed.NewParser().Parse(bytes.NewReader(body))
+		if res.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("status %d, %v", res.StatusCode, err)
+		}
+		// Both were published within the same second or two: either may lead.
+		if found = len(doc.Items) > 1 && (doc.Items[0].Link == nextLink && doc.Items[1].Link == link ||
+			doc.Items[0].Link == link && doc.Items[1].Link == nextLink); found {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !found {
+		t.Errorf("after a refresh the Atom document does not lead with %s and %s", nextLink, link)
+	}
+
+	// order=ranked is still served, as its own document.
+	res, body := httpGet(t, ts.URL+"/v1/atom"+query+"&order=ranked")
+	if res.StatusCode != http.StatusOK || !bytes.Contains(body, []byte("ranked")) {
+		t.Errorf("order=ranked: status %d, description does not say ranked", res.StatusCode)
 	}
 }

@@ -45,6 +45,11 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprint(stderr, benchUsage)
 		return errUsage
 	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stderr, benchUsage)
+		return flag.ErrHelp
+	}
 	fs := flag.NewFlagSet("bench "+args[0], flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: tmefeed bench %s [flags]\n", args[0])

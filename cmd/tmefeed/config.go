@@ -236,6 +236,11 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("MEMORY_CACHE_MAX_TTL", fmt.Errorf("shorter than the %s refresh point of CACHE_MODE=%s", cfg.Refresh, cfg.CacheMode))
 	}
 	cfg.ValkeyURL = *vals["VALKEY_URL"]
+	if cfg.ValkeyURL != "" {
+		if err := cache.CheckValkeyURL(cfg.ValkeyURL); err != nil {
+			bad("VALKEY_URL", err)
+		}
+	}
 	cfg.ValkeyTimeout = duration(*vals["VALKEY_TIMEOUT"], func(err error) { bad("VALKEY_TIMEOUT", err) }, false)
 	cfg.UpstreamTimeout = duration(*vals["UPSTREAM_TIMEOUT"], func(err error) { bad("UPSTREAM_TIMEOUT", err) }, false)
 	if cfg.BreakerFailures, err = strconv.Atoi(*vals["UPSTREAM_BREAKER_FAILURES"]); err != nil || cfg.BreakerFailures < 1 {

@@ -16,11 +16,15 @@ import (
 func runHealthcheck(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: tmefeed healthcheck [--url URL] [--timeout 3s]\nExits 0 when the URL answers 200, 1 otherwise.")
+		fs.PrintDefaults()
+	}
 	port := "8080"
 	if v, ok := lookup(getenv, "PORT"); ok {
 		port = v
 	}
-	url := fs.String("url", "http://127.0.0.1:"+port+"/healthz", "URL to GET (default: /healthz on $PORT of this host)")
+	url := fs.String("url", "http://127.0.0.1:"+port+"/healthz", "URL to GET: /healthz on $PORT of this host unless given")
 	timeout := fs.Duration("timeout", 3*time.Second, "deadline of the request, connecting included")
 	if err := fs.Parse(args); err != nil {
 		return err

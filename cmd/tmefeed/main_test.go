@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -229,5 +231,47 @@ func TestHealthcheck(t *testing.T) {
 	port := strings.TrimPrefix(ok.URL, "http://127.0.0.1:")
 	if code, stderr := runMain(t, "healthcheck", "PORT="+port); code != 0 {
 		t.Errorf("PORT=%s: exit %d: %s", port, code, stderr)
+	}
+}
+
+// Every command answers -h with its usage and exit status 0, as the top
+// usage promises.
+func TestHelpForEveryCommand(t *testing.T) {
+	for _, c := range []string{"serve", "fixtures", "parse", "bench", "healthcheck", "keys"} {
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{c, "-h"}, strings.NewReader(""), &out, &errOut, env(nil))
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%s -h: %v (exit status 2 or 1)", c, err)
+		}
+		if text := out.String() + errOut.String(); !strings.Contains(text, "usage: tmefeed "+c) || strings.Contains(text, "unknown") {
+			t.Errorf("%s -h printed:\n%s", c, text)
+		}
+	}
+}
+
+// Durations are logged as they are written in the settings ("15s"), in
+// JSON as in text, not as nanoseconds.
+func TestLogsWriteDurationsReadably(t *testing.T) {
+	for _, asJSON := range []bool{true, false} {
+		var b bytes.Buffer
+		newLogger(slog.LevelInfo, asJSON, &b).Info("demo", "new_post_every", 15*time.Second, "timeout", 250*time.Millisecond)
+		if !strings.Contains(b.String(), "15s") || !strings.Contains(b.String(), "250ms") || strings.Contains(b.String(), "15000000000") {
+			t.Errorf("json=%v: %s", asJSON, b.String())
+		}
+	}
+}
+
+// A bad VALKEY_URL is refused with the other settings, once, before the
+// demo origin or anything else starts.
+func TestServeRefusesBadValkeyURLFirst(t *testing.T) {
+	code, stderr := runMain(t, "serve --demo --port 0", "VALKEY_URL=foo://bar")
+	if code != 1 {
+		t.Errorf("exit status %d, want 1; stderr:\n%s", code, stderr)
+	}
+	if n := strings.Count(stderr, "VALKEY_URL"); n != 1 || !strings.Contains(stderr, `$VALKEY_URL="foo://bar": `) {
+		t.Errorf("VALKEY_URL named %d times, want once as the setting's source:\n%s", n, stderr)
+	}
+	if strings.Contains(stderr, "demo mode") || strings.Contains(stderr, "listening") {
+		t.Errorf("serve started something before refusing its settings:\n%s", stderr)
 	}
 }

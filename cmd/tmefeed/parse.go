@@ -21,7 +21,7 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	kind := fs.String("kind", "", "page kind: body, more, preview, embed or search (detected when omitted)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tmefeed parse [--kind body|more|preview|embed] FILE|-")
+		fmt.Fprintln(stderr, "usage: tmefeed parse [--kind body|more|preview|embed|search] FILE|-")
 		fmt.Fprintln(stderr, "Prints the page as the REST API's JSON; - reads standard input.")
 		fs.PrintDefaults()
 	}

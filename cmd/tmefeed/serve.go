@@ -169,11 +169,21 @@ func httpServer(cfg serveConfig, budget memoryBudget, handler http.Handler, ln n
 }
 
 func newLogger(level slog.Level, asJSON bool, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	if asJSON {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// readableDuration writes a duration as Go spells it ("15s", "250ms"),
+// as the settings are given, where the JSON handler would write
+// nanoseconds.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // demoOrigin is the fixture origin running in-process on a loopback port.
