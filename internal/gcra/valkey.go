@@ -105,9 +105,9 @@ const (
 	// DefaultProcessWindow is how long a process counts as taking from
 	// the shared buckets after its last Take.
 	DefaultProcessWindow = 2 * time.Minute
-	// DefaultFallbackProcesses is N before Valkey has ever answered: a
-	// process that cannot learn how many share the budget assumes it is
-	// one of two.
+	// DefaultFallbackProcesses is the least N: a process that has never
+	// reached Valkey, or last saw itself alone there, cannot know whether
+	// another has started since, and assumes it is one of two.
 	DefaultFallbackProcesses = 2
 )
 
@@ -188,7 +188,9 @@ func (v *Valkey) Take(ctx context.Context, cost int, asks ...Ask) (Decision, err
 		return v.fallback.Take(ctx, cost, v.share(asks)...)
 	}
 	if out[3] > 0 {
-		v.processes.Store(out[3])
+		// At least DefaultFallbackProcesses: a process that saw itself
+		// alone cannot know whether another started since.
+		v.processes.Store(max(out[3], DefaultFallbackProcesses))
 	}
 	d := Decision{OK: out[0] == 1, Wait: max(time.Duration(out[1])*time.Microsecond, 0), Refused: int(out[2])}
 	if d.OK {
