@@ -137,6 +137,9 @@ func (s *Set) Names() []string {
 	return out
 }
 
+// Consumer is the consumer named name, or nil.
+func (s *Set) Consumer(name string) *Consumer { return s.byName[name] }
+
 // Lookup finds the grant of key: ErrNoKey for "", ErrUnknownKey for a
 // key that is neither a consumer's nor a valid widget key.
 func (s *Set) Lookup(key string) (Grant, error) {

@@ -177,7 +177,10 @@ type HandlerConfig struct {
 	// request and the connection_init payload before the connection is
 	// acknowledged (API keys: a browser cannot send headers with the
 	// upgrade, so the key may come here). An error closes the connection
-	// with 4403 Forbidden and the error's message as the reason.
+	// with 4403 Forbidden and the error's message as the reason, or with
+	// the code of an error that has a CloseCode() int method (4429 for a
+	// client holding as many streams as it may). The connection's client
+	// (Client) is asked again after it, for the key may have changed it.
 	InitWebSocket func(r *http.Request, payload map[string]any) error
 	// Scope, when set, is asked with a stream's request (an event
 	// stream's, or a WebSocket's upgrade once connection_init is done)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -95,9 +96,17 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 			if t.init != nil {
 				if err := t.init(r, p); err != nil {
 					// gqlgen reads the close code and reason from ctx.
-					ctx = transport.WithWebsocketCloseCode(ctx, closeForbidden)
-					return transport.AppendCloseReason(ctx, "Forbidden: "+clip(err.Error())), nil, err
+					code, reason := closeForbidden, "Forbidden: "
+					var cc interface{ CloseCode() int }
+					if errors.As(err, &cc) {
+						code, reason = cc.CloseCode(), ""
+					}
+					ctx = transport.WithWebsocketCloseCode(ctx, code)
+					return transport.AppendCloseReason(ctx, reason+clip(err.Error())), nil, err
 				}
+				// The key, when it comes here, settles the client the
+				// connection's streams and subscribed channels count by.
+				se.client = t.client(r)
 			}
 			if t.scope != nil {
 				// Read before the first subscribe: gqlgen reads those

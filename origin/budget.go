@@ -77,6 +77,13 @@ type Budget struct {
 	// ClientBurst how many at once (0 = DefaultClientBurst). A request the
 	// egress refuses still counts: see spend.
 	ClientRPM, ClientBurst int
+	// ClientLimit, when set, names a client's own share in place of
+	// ClientRPM (an API consumer's origin_rpm=): the origin requests it may
+	// ask for a minute, 0 for ClientRPM's. Its burst is ClientBurst, or the
+	// share itself when smaller: a consumer held to a few fetches a minute
+	// cannot take a whole cold feed's worth at once. It is asked only for a
+	// request the caches could not answer, so it may look things up.
+	ClientLimit func(client string) int
 	// Wait is how long a reader's request queues for a token; 0 =
 	// DefaultBudgetWait. Refreshes and the updater do not queue (a copy is
 	// served meanwhile); history walks, search and media queue half as
@@ -180,8 +187,8 @@ func (b *budget) spend(ctx context.Context, r Request, egress string) error {
 	// instead of keeping its place in the queue ahead of everyone else.
 	// Only what a client chose to ask for counts: refreshes of pages
 	// being read and the updater's loads are nobody's.
-	if b.ClientRPM > 0 && r.Client != "" && (class == ClassReader || class == ClassHistory) {
-		d, err := b.take(ctx, gcra.Ask{Key: keys.ClientBudget(r.Client), Limit: b.client})
+	if lim, ok := b.clientLimit(r.Client, class); ok {
+		d, err := b.take(ctx, gcra.Ask{Key: keys.ClientBudget(r.Client), Limit: lim})
 		if err != nil {
 			return err
 		}
@@ -216,6 +223,20 @@ func (b *budget) spend(ctx context.Context, r Request, egress string) error {
 	case <-ctx.Done():
 		return ctxError(ctx)
 	}
+}
+
+// clientLimit is the share of the origin budget client's requests of
+// class draw on, if any: its own (ClientLimit), else ClientRPM's.
+func (b *budget) clientLimit(client string, class Class) (gcra.Limit, bool) {
+	if client == "" || (class != ClassReader && class != ClassHistory) {
+		return gcra.Limit{}, false
+	}
+	if b.ClientLimit != nil {
+		if rpm := b.ClientLimit(client); rpm > 0 {
+			return gcra.Limit{Rate: rpm, Per: time.Minute, Burst: min(rpm, b.ClientBurst)}, true
+		}
+	}
+	return b.client, b.ClientRPM > 0
 }
 
 func (b *budget) take(ctx context.Context, a gcra.Ask) (gcra.Decision, error) {

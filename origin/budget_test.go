@@ -158,6 +158,43 @@ func TestBudgetClientShare(t *testing.T) {
 	}
 }
 
+// A client's own share (ClientLimit: an API consumer's origin_rpm=)
+// replaces ClientRPM for it alone, with a burst no larger than the share,
+// and applies even without a ClientRPM for everyone else.
+func TestBudgetClientLimit(t *testing.T) {
+	own := map[string]int{"consumer=small": 2, "consumer=large": 600}
+	for _, clientRPM := range []int{0, 6} {
+		c, _, clk, _ := budgetClient(t, Budget{RPM: 6000, Burst: 1000, ClientRPM: clientRPM, ClientBurst: 4,
+			ClientLimit: func(client string) int { return own[client] }})
+		ctx := context.Background()
+		fetched := func(client string, n int) int {
+			ok := 0
+			for range n {
+				if _, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, client)); err == nil {
+					ok++
+				} else if !errors.Is(err, ErrClientBudget) {
+					t.Fatal(err)
+				}
+			}
+			return ok
+		}
+		wantOther := 10
+		if clientRPM > 0 {
+			wantOther = 4
+		}
+		for client, want := range map[string]int{"consumer=small": 2, "consumer=large": 4, "192.0.2.1": wantOther} {
+			if got := fetched(client, 10); got != want {
+				t.Errorf("ClientRPM %d: %s fetched %d of 10 at once, want %d", clientRPM, client, got, want)
+			}
+		}
+		// small's share comes back at 2 a minute: one in 30 s.
+		clk.Advance(30 * time.Second)
+		if got := fetched("consumer=small", 3); got != 1 {
+			t.Errorf("ClientRPM %d: small fetched %d 30 s on, want 1", clientRPM, got)
+		}
+	}
+}
+
 // A reader whose token comes within the wait queues for it instead of
 // failing; one whose token is further away is refused at once, never
 // held past the wait.

@@ -189,7 +189,25 @@ func (info *reqInfo) setGrant(g access.Grant) {
 
 // consumerKey is the client key of a consumer: apart from every address
 // key (an address holds no '=').
-func consumerKey(name string) string { return "consumer=" + name }
+func consumerKey(name string) string { return consumerPrefix + name }
+
+const consumerPrefix = "consumer="
+
+// OriginRPM is the share of the origin budget of the client every
+// per-client limit names client (see ClientKey): a consumer's own
+// origin_rpm= from the keys as they are now (after a SIGHUP, the
+// new limit), 0 for an address or a consumer without one (CLIENT_ORIGIN_RPM
+// then). It is origin.Budget.ClientLimit.
+func (a *Access) OriginRPM(client string) int {
+	name, ok := strings.CutPrefix(client, consumerPrefix)
+	if !ok {
+		return 0
+	}
+	if c := a.keys.Current().Consumer(name); c != nil {
+		return c.OriginRPM
+	}
+	return 0
+}
 
 // cacheOnlyRoute reports whether r's route answers single pages, which an
 // anonymous request may read from the cache under ANONYMOUS=cached.
@@ -280,8 +298,11 @@ func (h *handler) refuseAccess(w http.ResponseWriter, r *http.Request, status in
 // InitWebSocket checks the key a WebSocket connection sends in its
 // connection_init payload ("key", "apiKey", "X-API-Key" or "Authorization":
 // "Bearer <key>"), when its upgrade request r came without one, and makes
-// its consumer the connection's client. An error refuses the connection
-// (graphql-transport-ws closes it with 4403). A connection whose upgrade
+// its consumer the connection's client: the one its streams
+// (STREAMS_PER_CLIENT, the consumer's streams=) and subscribed channels
+// (SUBSCRIBED_CHANNELS_PER_CLIENT) are counted by. An error refuses the
+// connection (graphql-transport-ws closes it with 4403, or 4429 when the
+// client holds as many streams as it may). A connection whose upgrade
 // carried a key needs none here.
 func (a *Access) InitWebSocket(r *http.Request, payload map[string]any) error {
 	info := requestInfo(r.Context())
@@ -300,13 +321,18 @@ func (a *Access) InitWebSocket(r *http.Request, payload map[string]any) error {
 	}
 	if key == "" && a.anonymous == AnonymousOn {
 		info.pendingKey = false
-		return nil
+	} else {
+		g, err := a.keys.Lookup(key)
+		if err != nil {
+			return err
+		}
+		info.setGrant(g)
 	}
-	g, err := a.keys.Lookup(key)
-	if err != nil {
-		return err
+	// The client settled, the connection is counted in its
+	// STREAMS_PER_CLIENT (see limitStreams).
+	if info.holdStream != nil {
+		return info.holdStream()
 	}
-	info.setGrant(g)
 	return nil
 }
 

@@ -44,6 +44,10 @@ type reqInfo struct {
 	grant      access.Grant // the key's; Consumer nil for an anonymous request
 	cacheOnly  bool         // anonymous under ANONYMOUS=cached: answers from the cache only
 	pendingKey bool         // a WebSocket upgrade whose key comes in connection_init
+	// holdStream counts a pendingKey upgrade in its client's streams once
+	// connection_init has settled the client (set by limitStreams, called
+	// by InitWebSocket).
+	holdStream func() error
 	// The request and handler that name its client for the origin budget,
 	// set by serve and asked only on a miss (see ClientName).
 	clientOf struct {

@@ -82,9 +82,45 @@ func (h *handler) limitStreams(perClient int, isStream func(*http.Request) bool,
 			next.ServeHTTP(w, r)
 			return
 		}
+		info := requestInfo(r.Context())
+		if info != nil && info.pendingKey {
+			// A WebSocket whose key comes in connection_init: until it
+			// does, its client is unknown (the address would count every
+			// consumer behind it as one), so the connection is counted
+			// when InitWebSocket has settled it, and refused then with
+			// 4429 (see tooManyStreams).
+			var mu sync.Mutex
+			held := ""
+			info.holdStream = func() error {
+				limit := l.max
+				if info.grant.Consumer != nil && info.grant.Consumer.Streams > 0 {
+					limit = info.grant.Consumer.Streams
+				}
+				if limit == 0 {
+					return nil
+				}
+				key := h.clientKey(r, info)
+				if !l.acquire(key, limit) {
+					h.streamsRefused(r)
+					return tooManyStreams{limit: limit}
+				}
+				mu.Lock()
+				held = key
+				mu.Unlock()
+				return nil
+			}
+			defer func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if held != "" {
+					l.release(held)
+				}
+			}()
+			next.ServeHTTP(w, r)
+			return
+		}
 		// A consumer's own streams= bound, else STREAMS_PER_CLIENT's;
 		// 0 for both is no bound.
-		info := requestInfo(r.Context())
 		limit := l.max
 		if info != nil && info.grant.Consumer != nil && info.grant.Consumer.Streams > 0 {
 			limit = info.grant.Consumer.Streams
@@ -95,11 +131,7 @@ func (h *handler) limitStreams(perClient int, isStream func(*http.Request) bool,
 		}
 		key := h.clientKey(r, info)
 		if !l.acquire(key, limit) {
-			if h.metrics != nil {
-				h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).StreamsLimited()
-			}
-			h.warnUntrustedProxy(r)
-			noteError(r.Context(), errTooManyStreams)
+			h.streamsRefused(r)
 			w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
 			h.failGraphQL(w, r, http.StatusTooManyRequests, gqlCodeRateLimited, msg(limit))
 			return
@@ -108,6 +140,33 @@ func (h *handler) limitStreams(perClient int, isStream func(*http.Request) bool,
 		next.ServeHTTP(w, r)
 	})
 }
+
+// streamsRefused notes a stream refused for its client's bound.
+func (h *handler) streamsRefused(r *http.Request) {
+	if h.metrics != nil {
+		h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).StreamsLimited()
+	}
+	h.warnUntrustedProxy(r)
+	noteError(r.Context(), errTooManyStreams)
+}
+
+// closeTooManyStreams closes a WebSocket refused at connection_init for
+// its client's bound: the HTTP status 429 in graphql-transport-ws's
+// range of application codes.
+const closeTooManyStreams = 4429
+
+// tooManyStreams refuses a WebSocket at connection_init when its client
+// holds as many streams as it may; its CloseCode is the GraphQL
+// handler's close code (graph.HandlerConfig.InitWebSocket).
+type tooManyStreams struct{ limit int }
+
+func (e tooManyStreams) Error() string {
+	return "too many open streams from this client: it may hold " + strconv.Itoa(e.limit) + " at once"
+}
+
+func (e tooManyStreams) CloseCode() int { return closeTooManyStreams }
+
+func (e tooManyStreams) Unwrap() error { return errTooManyStreams }
 
 // proxyWarnEvery spaces the warnings of warnUntrustedProxy.
 const proxyWarnEvery = time.Minute

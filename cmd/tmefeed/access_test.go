@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tmefeed/tmefeed/access"
+	"github.com/tmefeed/tmefeed/fixtures"
 )
 
 // keysFile writes an API_KEYS_FILE with a consumer per name and returns
@@ -368,6 +371,183 @@ func TestAccessSeparateBudgets(t *testing.T) {
 	wantTooManyStreams(t, "gamma's second stream", s2.stream(t, ctx, "tmefeed_news", "X-API-Key", keys2["gamma"]))
 	wantOpen(t, "beta's first stream", s2.stream(t, ctx, "tmefeed_news", "X-API-Key", keys2["beta"]))
 	wantOpen(t, "beta's second stream", s2.stream(t, ctx, "tmefeed_news", "X-API-Key", keys2["beta"]))
+}
+
+// A consumer's own origin_rpm= replaces CLIENT_ORIGIN_RPM for it: behind
+// one address (no TRUSTED_PROXIES), the consumer held to 3 origin fetches a
+// minute gets 429 with Retry-After for its fourth page no tier holds, and
+// still its pages from the cache, while another consumer, on the server's
+// share, reads cold pages on.
+func TestAccessConsumerOriginShare(t *testing.T) {
+	path, keys := keysFile(t, "small origin_rpm=3", "big")
+	s := startLiveWith(t, fixtures.OriginOptions{Synthetic: 20}, map[string]string{
+		"API_KEYS_FILE": path, "UPDATER": "off", "LOG_LEVEL": "warn", "ORIGIN_RPM": "6000", "CLIENT_ORIGIN_RPM": "600",
+	})
+	cold := 0
+	read := func(who string) (int, http.Header, string) {
+		t.Helper()
+		cold++
+		before := s.origin.Total()
+		status, h, body := s.do(t, "GET", fmt.Sprintf("/v1/body/loadchan%03d", cold), "", "X-API-Key", keys[who])
+		if status == http.StatusOK && s.origin.Total() == before {
+			t.Fatalf("%s's page %d was no cold read: no origin request", who, cold)
+		}
+		return status, h, body
+	}
+	for i := range 3 {
+		if status, _, body := read("small"); status != http.StatusOK {
+			t.Fatalf("small's cold page %d of its 3: %d %s", i+1, status, body)
+		}
+	}
+	before := s.origin.Total()
+	status, h, body := read("small")
+	if status != http.StatusTooManyRequests || restError(t, "small's 4th cold page", body) != "rate_limited" || h.Get("Retry-After") == "" {
+		t.Fatalf("small's 4th cold page: %d, Retry-After %q: %s; want 429 with Retry-After", status, h.Get("Retry-After"), body)
+	}
+	if n := s.origin.Total() - before; n != 0 {
+		t.Errorf("small's refused page cost %d origin requests", n)
+	}
+	if secs, err := strconv.Atoi(h.Get("Retry-After")); err != nil || secs < 1 || secs > 20 {
+		t.Errorf("Retry-After %q: want the seconds until small's next fetch (one in 20 s)", h.Get("Retry-After"))
+	}
+	// Cached answers are never refused for the budget.
+	if status, _, body := s.do(t, "GET", "/v1/body/loadchan001", "", "X-API-Key", keys["small"]); status != http.StatusOK {
+		t.Errorf("small's cached page: %d %s", status, body)
+	}
+	// The same address, another consumer: CLIENT_ORIGIN_RPM's share.
+	for i := range 8 {
+		if status, _, body := read("big"); status != http.StatusOK {
+			t.Fatalf("big's cold page %d, beside small's spent share: %d %s", i+1, status, body)
+		}
+	}
+}
+
+// wsConsumer opens a graphql-transport-ws connection whose key comes in
+// connection_init, as a browser's does, and returns it acknowledged, or
+// the close status refusing it.
+func (s *liveServer) wsConsumer(t *testing.T, ctx context.Context, key string) (*websocket.Conn, websocket.StatusCode) {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.base, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	init := `{"type":"connection_init"}`
+	if key != "" {
+		init = `{"type":"connection_init","payload":{"key":"` + key + `"}}`
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte(init)); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		if code := websocket.CloseStatus(err); code != -1 {
+			return nil, code
+		}
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"connection_ack"`) {
+		t.Fatalf("connection_init answered %s", b)
+	}
+	return c, 0
+}
+
+// wsSubscribe sends a subscription of feedUpdates to channel, with id.
+func wsSubscribe(t *testing.T, ctx context.Context, c *websocket.Conn, id, channel string) {
+	t.Helper()
+	msg, _ := json.Marshal(map[string]any{"id": id, "type": "subscribe", "payload": map[string]string{
+		"query": `subscription { feedUpdates(channels: ["` + channel + `"]) { kind } }`,
+	}})
+	if err := c.Write(ctx, websocket.MessageText, msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wsRefusal reads c until a subscription is refused and returns its id
+// and error.
+func wsRefusal(t *testing.T, ctx context.Context, c *websocket.Conn) (id, payload string) {
+	t.Helper()
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for a subscription's refusal: %v", err)
+		}
+		var m struct {
+			ID, Type string
+			Payload  json.RawMessage
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if m.Type == "error" {
+			return m.ID, string(m.Payload)
+		}
+	}
+}
+
+// Two consumers behind one address whose WebSocket keys come in
+// connection_init each have their own STREAMS_PER_CLIENT (or streams=)
+// and SUBSCRIBED_CHANNELS_PER_CLIENT: the connection is counted once the
+// key has named its consumer, and refused beyond the bound with 4429;
+// connections without a key (ANONYMOUS=on) share the address's.
+func TestAccessWebSocketConsumers(t *testing.T) {
+	path, keys := keysFile(t, "alpha", "beta", "gamma streams=2")
+	s := startLive(t, map[string]string{
+		"API_KEYS_FILE": path, "ANONYMOUS": "on", "LOG_LEVEL": "warn",
+		"STREAMS_PER_CLIENT": "1", "SUBSCRIBED_CHANNELS_PER_CLIENT": "1",
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conns := map[string]*websocket.Conn{}
+	for _, c := range []struct {
+		who  string
+		want websocket.StatusCode // 0: acknowledged
+	}{
+		{"alpha", 0}, {"beta", 0}, {"alpha", 4429}, {"gamma", 0}, {"gamma", 0}, {"gamma", 4429},
+		{"", 0}, {"", 4429}, {"beta", 4429},
+	} {
+		conn, code := s.wsConsumer(t, ctx, keys[c.who])
+		if code != c.want {
+			t.Fatalf("%q's connection: close %d, want %d (0: acknowledged)", c.who, code, c.want)
+		}
+		if conn != nil && conns[c.who] == nil {
+			conns[c.who] = conn
+		}
+	}
+	// Each watches one channel of its own, which it looks up (an origin
+	// request, after the channel is counted in)...
+	firsts := map[string]string{"alpha": "tmefeed_news", "beta": "emoji_party", "": "kanal_novostei"}
+	for who, ch := range firsts {
+		wsSubscribe(t, ctx, conns[who], "1", ch)
+		for s.origin.Requests("/s/"+ch) == 0 {
+			if ctx.Err() != nil {
+				t.Fatalf("%q's subscription to %s was not looked up", who, ch)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// ...and a second channel, watched by another client, is refused to
+	// it: the first one counts for the consumer, not the address.
+	for who, ch := range map[string]string{"alpha": "emoji_party", "beta": "kanal_novostei", "": "tmefeed_news"} {
+		wsSubscribe(t, ctx, conns[who], "2", ch)
+		id, msg := wsRefusal(t, ctx, conns[who])
+		if id != "2" || !strings.Contains(msg, "SUBSCRIBED_CHANNELS_PER_CLIENT") || !strings.Contains(msg, "already watches 1 ") {
+			t.Errorf("%q's subscriptions to %s and %s: %q refused with %s; want the second, this client watching 1 channel", who, firsts[who], ch, id, msg)
+		}
+	}
+	// A stream ended gives its place back to its consumer.
+	conns["alpha"].Close(websocket.StatusNormalClosure, "")
+	for {
+		conn, code := s.wsConsumer(t, ctx, keys["alpha"])
+		if code == 0 {
+			conn.CloseNow()
+			break
+		}
+		if code != 4429 || ctx.Err() != nil {
+			t.Fatalf("alpha after closing its stream: close %d", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // ANONYMOUS=cached: a request without a key for a page nobody has read

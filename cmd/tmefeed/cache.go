@@ -7,6 +7,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/internal/gcra"
+	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/origin"
 )
 
@@ -55,10 +56,10 @@ func newCache(ctx context.Context, cfg serveConfig, maxBytes int64, log *slog.Lo
 
 // newLimiter is the limiter of the origin budget: in Valkey when the page
 // cache is there, so that every process draws on one budget (and on its
-// own while Valkey is unreachable), else in process.
+// share of it while Valkey is unreachable), else in process.
 func newLimiter(pageCache cache.Cache) gcra.Limiter {
 	if v, ok := pageCache.(*cache.Valkey); ok {
-		l, err := gcra.NewValkey(gcra.ValkeyConfig{KV: v.KV()})
+		l, err := gcra.NewValkey(gcra.ValkeyConfig{KV: v.KV(), Processes: keys.BudgetProcesses()})
 		if err == nil {
 			return l
 		}

@@ -315,6 +315,22 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		st.Close()
 		return nil, fmt.Errorf("ORIGIN_PROXIES: %w", err)
 	}
+	// API keys, when a file is given; the one check the HTTP routes and
+	// the WebSocket connections share, and the consumers' own shares of
+	// the origin budget.
+	if cfg.APIKeysFile != "" {
+		if st.keys, err = access.Open(cfg.APIKeysFile); err != nil {
+			st.Close()
+			return nil, err
+		}
+		log.Info("API keys on", "file", cfg.APIKeysFile, "consumers", st.keys.Current().Len(), "anonymous", cfg.Anonymous)
+	}
+	anonymous, _ := server.ParseAnonymous(cfg.Anonymous) // checked by parseServeConfig
+	acc := server.NewAccess(st.keys, anonymous, trusted)
+	var clientLimit func(string) int
+	if acc != nil {
+		clientLimit = acc.OriginRPM
+	}
 	st.limiter = newLimiter(pageCache)
 	ocfg := origin.Config{
 		BaseURL:         originURL,
@@ -326,10 +342,11 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		RetryBudget:     cfg.RetryBudget,
 		Observe:         st.metrics.Origin.Attempt,
 		Budget: &origin.Budget{
-			Limiter:   st.limiter,
-			RPM:       cfg.OriginRPM,
-			Burst:     cfg.OriginBurst,
-			ClientRPM: cfg.ClientOriginRPM,
+			Limiter:     st.limiter,
+			RPM:         cfg.OriginRPM,
+			Burst:       cfg.OriginBurst,
+			ClientRPM:   cfg.ClientOriginRPM,
+			ClientLimit: clientLimit,
 			Observe: func(egress string, class origin.Class, outcome string, wait time.Duration) {
 				st.metrics.Origin.Budget(egress, class.String(), outcome, wait)
 			},
@@ -384,17 +401,6 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	if v, ok := pageCache.(*cache.Valkey); ok {
 		apq = v.KV()
 	}
-	// API keys, when a file is given; the one check the HTTP routes and
-	// the WebSocket connections share.
-	if cfg.APIKeysFile != "" {
-		if st.keys, err = access.Open(cfg.APIKeysFile); err != nil {
-			st.Close()
-			return nil, err
-		}
-		log.Info("API keys on", "file", cfg.APIKeysFile, "consumers", st.keys.Current().Len(), "anonymous", cfg.Anonymous)
-	}
-	anonymous, _ := server.ParseAnonymous(cfg.Anonymous) // checked by parseServeConfig
-	acc := server.NewAccess(st.keys, anonymous, trusted)
 	// One budget per client for the HTTP routes and the subscribe
 	// messages of its WebSocket connections. With keys, consumers' own
 	// rpm= count even when RATE_LIMIT_RPM is 0.

@@ -274,3 +274,79 @@ func TestValkeyDownFallsBack(t *testing.T) {
 		t.Errorf("Valkey down: %d admitted (want the burst, 3), %d decided in process (want 10)", n, l.FellBack())
 	}
 }
+
+// Two processes over one redis-server, when Valkey stalls (every call
+// times out) and when it is stopped: each then decides alone on its share
+// of every bucket, 1/N of it with N the processes Valkey last counted, so
+// that together they admit what the one shared bucket would, not N times
+// it.
+func TestValkeyFallbackSharesTheBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var lims []*gcra.Valkey
+	for range 2 {
+		v, err := cache.NewValkey(ctx, cache.ValkeyConfig{URL: srv.URL, Refresh: time.Minute, Timeout: 200 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { v.Close() })
+		l, err := gcra.NewValkey(gcra.ValkeyConfig{KV: v.KV(), Processes: keys.BudgetProcesses()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Processes() != gcra.DefaultFallbackProcesses {
+			t.Fatalf("before Valkey answered: %d processes assumed", l.Processes())
+		}
+		lims = append(lims, l)
+	}
+	// One token a minute: refill cannot blur the count.
+	lim := gcra.Limit{Rate: 1, Per: time.Minute, Burst: 20}
+	for _, i := range []int{0, 1, 0} {
+		if d, err := lims[i].Take(ctx, 1, gcra.Ask{Key: keys.Budget("direct"), Limit: lim}); err != nil || !d.OK {
+			t.Fatalf("with Valkey up: %+v %v", d, err)
+		}
+	}
+	for i, l := range lims {
+		if l.Processes() != 2 || l.FellBack() != 0 {
+			t.Fatalf("process %d: %d processes seen, %d decided alone; want 2 and 0", i, l.Processes(), l.FellBack())
+		}
+	}
+	flood := func(key string) (admitted int64) {
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Go(func() {
+				for range 10 {
+					d, err := lims[w%2].Take(ctx, 1, gcra.Ask{Key: key, Limit: lim})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if d.OK {
+						n.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		return n.Load()
+	}
+	// Stalled: every call outlives its deadline.
+	if _, err := srv.Do(ctx, "CLIENT", "PAUSE", "20000", "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	if got := flood(keys.Budget("direct")); got != 20 {
+		t.Errorf("80 requests of two processes while Valkey stalls: %d admitted, want 20 (10 each: the shared burst, halved)", got)
+	}
+	// Stopped: the same, on another bucket.
+	srv.Stop()
+	if got := flood(keys.Budget("proxy-1")); got != 20 {
+		t.Errorf("80 requests of two processes with Valkey stopped: %d admitted, want 20", got)
+	}
+	for i, l := range lims {
+		if l.FellBack() != 80 {
+			t.Errorf("process %d decided %d requests alone, want its 80", i, l.FellBack())
+		}
+	}
+}

@@ -58,3 +58,8 @@ func Budget(egress string) string { return "tme:v1:{budget}:egress:" + egress }
 // ClientBudget is the key of one client's share of the origin budget
 // (CLIENT_ORIGIN_RPM), in Budget's slot.
 func ClientBudget(client string) string { return "tme:v1:{budget}:client:" + client }
+
+// BudgetProcesses is the key of the sorted set of the processes taking
+// from the origin budget lately (package gcra), in Budget's slot: a
+// process that cannot reach Valkey spends its share of the budget, 1/N.
+func BudgetProcesses() string { return "tme:v1:{budget}:processes" }

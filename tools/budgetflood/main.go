@@ -12,6 +12,12 @@
 //   - previews: POST /v1/previews with 100 random names
 //   - search:   GET /v1/search/<channel>?q=<random>
 //   - history:  POST /v1/feed over deep channels with since (history walks)
+//   - nodes:    GraphQL nodes with 199 forged post ids
+//   - aliases:  GraphQL with 30 search aliases, random queries
+//   - ws:       one WebSocket sending subscribe messages naming 100
+//     random channels each
+//
+// --attacks runs some of them only (e.g. -attacks nodes,aliases,ws).
 //
 // Beside them a reader reads one warm channel in a loop (its latency
 // before and during the flood is compared) and, halfway, a newcomer
@@ -23,10 +29,12 @@
 //
 //	go run ./tools/budgetflood                # 1 process, 30 s, ORIGIN_RPM=600
 //	go run ./tools/budgetflood -procs 2       # 2 processes over one redis-server
+//	go run ./tools/budgetflood -attacks ws    # one attack alone
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,7 +54,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/tmefeed/tmefeed/fixtures"
+	"github.com/tmefeed/tmefeed/graph/ids"
 	"github.com/tmefeed/tmefeed/internal/procbin"
 	"github.com/tmefeed/tmefeed/internal/redistest"
 )
@@ -57,6 +68,7 @@ type config struct {
 	Duration time.Duration
 	RPM      int
 	Latency  time.Duration
+	Attacks  []string      // the attacks run; nil = all
 	Warm     time.Duration // the reader reads its channel this long before the flood
 	After    int           // refresh windows watched after the flood
 	Log      io.Writer     // progress
@@ -108,7 +120,15 @@ func main() {
 	flag.DurationVar(&cfg.Latency, "latency", 150*time.Millisecond, "fixture origin latency")
 	flag.DurationVar(&cfg.Warm, "warm", 12*time.Second, "how long the reader reads its channel before the flood (over a refresh window makes it popular)")
 	flag.IntVar(&cfg.After, "after", 2, "refresh windows watched after the flood")
+	attacks := flag.String("attacks", strings.Join(allAttacks, ","), "comma-separated attacks to run: "+strings.Join(allAttacks, ", "))
 	flag.Parse()
+	for a := range strings.SplitSeq(*attacks, ",") {
+		if !slices.Contains(allAttacks, a) {
+			fmt.Fprintf(os.Stderr, "budgetflood: -attacks: unknown attack %q; want some of %s\n", a, strings.Join(allAttacks, ", "))
+			os.Exit(2)
+		}
+		cfg.Attacks = append(cfg.Attacks, a)
+	}
 	cfg.Log = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -122,7 +142,13 @@ func main() {
 	}
 }
 
+// allAttacks are the attacks budgetflood knows, in the report's order.
+var allAttacks = []string{"body", "feed", "previews", "search", "history", "nodes", "aliases", "ws"}
+
 func run(ctx context.Context, cfg config) (bool, error) {
+	if len(cfg.Attacks) == 0 {
+		cfg.Attacks = allAttacks
+	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
@@ -218,6 +244,9 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	attacks := map[string]*tally{}
 	var wg sync.WaitGroup
 	attack := func(name, addr string, conns int, next func() (method, path, body string)) {
+		if !slices.Contains(cfg.Attacks, name) {
+			return
+		}
 		t := &tally{byStatus: map[int]int{}}
 		attacks[name] = t
 		for range conns {
@@ -257,6 +286,30 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		since := time.Date(2015+rand.IntN(10), time.Month(1+rand.IntN(12)), 1+rand.IntN(28), 0, 0, 0, 0, time.UTC).Format(time.RFC3339)
 		return http.MethodPost, "/v1/feed", `{"channels":["kanal_novostei","hadashot_today","tmefeed_news"],"since":"` + since + `"}`
 	})
+
+	attack("nodes", "10.0.0.6", 4, func() (string, string, string) {
+		forged := make([]string, 199)
+		for i := range forged {
+			forged[i] = strconv.Quote(ids.Post(randomName(), 1+rand.IntN(100000)))
+		}
+		q, _ := json.Marshal(map[string]string{"query": "{ nodes(ids: [" + strings.Join(forged, ",") + "]) { id } }"})
+		return http.MethodPost, "/graphql", string(q)
+	})
+	attack("aliases", "10.0.0.7", 4, func() (string, string, string) {
+		var b strings.Builder
+		b.WriteString(`{ channel(username: "` + warm + `") {`)
+		for i := range 30 {
+			fmt.Fprintf(&b, " s%d: search(query: %q) { edges { cursor } }", i, randomName())
+		}
+		b.WriteString(" } }")
+		q, _ := json.Marshal(map[string]string{"query": b.String()})
+		return http.MethodPost, "/graphql", string(q)
+	})
+	if slices.Contains(cfg.Attacks, "ws") {
+		t := &tally{byStatus: map[int]int{}}
+		attacks["ws"] = t
+		wg.Go(func() { floodWebSocket(fctx, bases[0], "10.0.0.8", t) })
+	}
 
 	// The reader goes on reading its channel.
 	var during []time.Duration
@@ -315,8 +368,8 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	p99b, p99d := p99(baseline), p99(during)
 	ok := true
 	fmt.Fprintf(out, "processes: %d (shared budget: %v), ORIGIN_RPM=%d, burst %d, origin latency %v\n", cfg.Procs, cfg.Procs > 1, cfg.RPM, burst, cfg.Latency)
-	fmt.Fprintf(out, "flood: %v, every attack at once from its own client\n", floodTook.Round(time.Millisecond))
-	for _, name := range []string{"body", "feed", "previews", "search", "history"} {
+	fmt.Fprintf(out, "flood: %v, attacks %s at once, each from its own client (a GraphQL or WebSocket refusal counts under its status: RATE_LIMITED as 429, one that waits for the budget as 503)\n", floodTook.Round(time.Millisecond), strings.Join(cfg.Attacks, ", "))
+	for _, name := range cfg.Attacks {
 		t := attacks[name]
 		fmt.Fprintf(out, "  %-9s %s", name, t)
 		if t.noRetry > 0 {
@@ -355,6 +408,89 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		fmt.Fprintln(out, "FAIL")
 	}
 	return ok, nil
+}
+
+// floodWebSocket opens one graphql-transport-ws connection as client addr
+// and sends subscribe messages naming 100 random channels each, as fast
+// as it may, until ctx ends; each answer is tallied: an error message by
+// its code (RATE_LIMITED as 429, a refusal with the budget's
+// retryAfter noted), a closed connection by its close code.
+func floodWebSocket(ctx context.Context, base, addr string, t *tally) {
+	for ctx.Err() == nil {
+		c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/graphql", &websocket.DialOptions{
+			Subprotocols: []string{"graphql-transport-ws"},
+			HTTPHeader:   http.Header{"X-Forwarded-For": {addr}},
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				t.add(0, "", []byte(err.Error()))
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		c.SetReadLimit(1 << 20)
+		_ = c.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init"}`))
+		var sent atomic.Int64
+		go func() {
+			for i := 1; ctx.Err() == nil; i++ {
+				names := make([]string, 100)
+				for j := range names {
+					names[j] = strconv.Quote(randomName())
+				}
+				msg, _ := json.Marshal(map[string]any{"id": strconv.Itoa(i), "type": "subscribe", "payload": map[string]string{
+					"query": "subscription { feedUpdates(channels: [" + strings.Join(names, ",") + "]) { kind } }",
+				}})
+				if c.Write(ctx, websocket.MessageText, msg) != nil {
+					return
+				}
+				sent.Add(1)
+				// Each subscription ends at its refusal, or is completed
+				// here so that the connection does not hold them all.
+				_ = c.Write(ctx, websocket.MessageText, []byte(`{"id":"`+strconv.Itoa(i)+`","type":"complete"}`))
+				time.Sleep(10 * time.Millisecond)
+			}
+		}()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.add(int(websocket.CloseStatus(err)), "", []byte(err.Error()))
+				}
+				break
+			}
+			var m struct {
+				Type    string
+				Payload []struct {
+					Message    string
+					Extensions map[string]any
+				}
+			}
+			if json.Unmarshal(b, &m) != nil || m.Type != "error" || len(m.Payload) == 0 {
+				continue
+			}
+			code, _ := m.Payload[0].Extensions["code"].(string)
+			ra := ""
+			if v, ok := m.Payload[0].Extensions["retryAfter"]; ok {
+				ra = fmt.Sprint(v)
+			}
+			switch code {
+			case "RATE_LIMITED":
+				status := http.StatusTooManyRequests
+				if strings.Contains(m.Payload[0].Message, "budget") {
+					status = http.StatusServiceUnavailable
+				}
+				if ra == "" && strings.Contains(m.Payload[0].Message, "SUBSCRIBED_CHANNELS_PER_CLIENT") {
+					ra = "-" // a cap, not a wait: ending a subscription frees its place
+				}
+				t.add(status, ra, b)
+			case "NOT_FOUND":
+				t.add(http.StatusNotFound, "", b)
+			default:
+				t.add(http.StatusOK, "", b)
+			}
+		}
+		c.CloseNow()
+	}
 }
 
 // scrape reads one unlabelled series from base's /metrics ("" if absent).
