@@ -112,6 +112,9 @@ func (t *tally) String() string {
 }
 
 func main() {
+	if readerMain() {
+		return
+	}
 	var cfg config
 	flag.StringVar(&cfg.Bin, "bin", "", "tmefeed binary (default: build ./cmd/tmefeed)")
 	flag.IntVar(&cfg.Procs, "procs", 1, "tmefeed processes; more than one share a redis-server")
@@ -227,15 +230,23 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	// before the flood, as a popular channel is.
 	const warm = "tmefeed_news"
 	readerAddr := "10.1.0.1"
-	var baseline []time.Duration
-	for end := time.Now().Add(cfg.Warm); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		status, _, b, d := do(ctx, readerAddr, http.MethodGet, "/v1/body/"+warm, "")
-		if status != http.StatusOK {
-			return false, fmt.Errorf("warming %s: %d %.200s", warm, status, b)
-		}
-		baseline = append(baseline, d)
+	// Warm: read over a window or more, by the reader's own process.
+	stopWarm, err := readers(bases, "/v1/body/"+warm, readerAddr)
+	if err != nil {
+		return false, err
 	}
-	baseline = baseline[len(baseline)/2:] // the warm half
+	select {
+	case <-time.After(cfg.Warm):
+	case <-ctx.Done():
+	}
+	warmed, err := stopWarm()
+	if err != nil {
+		return false, err
+	}
+	if len(warmed.Errs) > 0 || len(warmed.Lat) == 0 {
+		return false, fmt.Errorf("warming %s: %d reads, %q", warm, len(warmed.Lat), warmed.Errs)
+	}
+	baseline := warmed.Lat[len(warmed.Lat)/2:] // the warm half
 	fmt.Fprintf(cfg.Log, "flooding for %v…\n", cfg.Duration)
 
 	before := o.Total()
@@ -311,22 +322,13 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		wg.Go(func() { floodWebSocket(fctx, bases[0], "10.0.0.8", t) })
 	}
 
-	// The reader goes on reading its channel.
-	var during []time.Duration
-	var readerErrs []string
-	wg.Go(func() {
-		for fctx.Err() == nil {
-			status, _, b, d := do(fctx, readerAddr, http.MethodGet, "/v1/body/"+warm, "")
-			if fctx.Err() != nil {
-				return
-			}
-			during = append(during, d)
-			if status != http.StatusOK && len(readerErrs) < 5 {
-				readerErrs = append(readerErrs, fmt.Sprintf("%d %.160s", status, b))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	})
+	// The reader goes on reading its channel, from its own process.
+	stopReader, err := readers(bases, "/v1/body/"+warm, readerAddr)
+	if err != nil {
+		cancel()
+		wg.Wait()
+		return false, err
+	}
 	// Halfway, a newcomer reads five channels nobody has read.
 	cold := []string{"emoji_party", "hadashot_today", "just_launched", "kanal_novostei", "retro_channel"}
 	var coldOK int
@@ -351,6 +353,11 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	floodStart := time.Now()
 	wg.Wait()
 	floodTook := time.Since(floodStart)
+	read, err := stopReader()
+	if err != nil {
+		return false, err
+	}
+	during, readerErrs := read.Lat, read.Errs
 	flood := o.Total() - before
 
 	// After the flood: two refresh windows (CACHE_MODE=normal: 10 s) of

@@ -2,10 +2,20 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary be the tool's warm reader (startReader
+// runs this executable again).
+func TestMain(m *testing.M) {
+	if readerMain() {
+		return
+	}
+	os.Exit(m.Run())
+}
 
 // TestTwoProcessesShareOneBudget is the short form of the tool: two built
 // `tmefeed serve` processes over one redis-server, every attack at once
