@@ -352,6 +352,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		parsed:          cfg.onParse,
 	})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
+	srv.Use(newStrictVariables(es.Schema()))
 
 	return &Handler{front: front{next: srv, streams: cfg.Live != nil}, streams: st}, nil
 }
