@@ -216,6 +216,10 @@ type Page struct {
 	// NewestFetchedAt is when the newest of those pages was fetched: no
 	// change the page shows was read later (what a Last-Modified needs).
 	NewestFetchedAt time.Time
+	// Feed identifies the feed (its valid channels, order and filter), the
+	// same in every build and process: what an item's identity within its
+	// feed is made of.
+	Feed uint64
 }
 
 // Service builds feeds. It is safe for concurrent use.
@@ -273,6 +277,8 @@ type build struct {
 	order   Order
 	hash    uint64 // of the channels' page hashes and failures
 	builtAt time.Time
+	// binding identifies the feed (query.binding).
+	binding uint64
 	// channels are the query's valid names, sorted, for Changed.
 	channels []string
 	// validUntil (Unix nanoseconds) is when the build stops being reused
@@ -676,7 +682,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		return k, nil
 	}
 
-	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now, channels: q.channels}
+	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now, channels: q.channels, binding: q.binding}
 	b.validUntil.Store(until)
 	b.fresh.Store(&fr)
 	b.failed = append(b.failed, q.invalid...)
@@ -805,5 +811,6 @@ func (b *build) page(start, end int) *Page {
 		HasPreviousPage: start > 0,
 		Failed:          b.failed,
 		Key:             strconv.FormatUint(b.id, 10) + ":" + strconv.Itoa(start) + ":" + strconv.Itoa(end),
+		Feed:            b.binding,
 	}
 }
