@@ -230,8 +230,8 @@ type streamExec struct {
 	conn    *atomic.Int64 // subscriptions open on this connection; nil: one per request
 	// scope, when set, is the channels subscriptions may name
 	// (HandlerConfig.Scope).
-	scope func(channel string) bool
-	client  string        // the stream's client, for the origin budget (clientOf)
+	scope  func(channel string) bool
+	client string // the stream's client, for the origin budget (clientOf)
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {

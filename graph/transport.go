@@ -374,8 +374,21 @@ var errNoTurn = errors.New("graph: no turn to decode the request")
 // flood of them keeps to its share of the CPUs.
 func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.Request, params *graphql.RawParams) (int, error) {
 	if t.get {
-		if int64(len(r.URL.RawQuery)) > t.maxBody {
-			return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", t.maxBody)
+		return readURL(ctx, r, t.maxBody, params)
+	}
+	body, status, err := readBody(w, r, t.maxBody)
+	if err != nil {
+		return status, err
+	}
+	return decodeBody(ctx, body, params)
+}
+
+// readURL reads a GET request's parameters from its URL, of at most
+// maxBody bytes, returning the HTTP status to answer with when it cannot.
+func readURL(ctx context.Context, r *http.Request, maxBody int64, params *graphql.RawParams) (int, error) {
+	{
+		if int64(len(r.URL.RawQuery)) > maxBody {
+			return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", maxBody)
 		}
 		if len(r.URL.RawQuery) > bigDocument && !takeTurn(ctx) {
 			return 0, errNoTurn
@@ -405,11 +418,6 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 		}
 		return 0, nil
 	}
-	body, status, err := readBody(w, r, t.maxBody)
-	if err != nil {
-		return status, err
-	}
-	return decodeBody(ctx, body, params)
 }
 
 // tooLargeDrain bounds what is read of a body past its limit.
