@@ -63,9 +63,7 @@ func (s *streams) admit(conn *atomic.Int64, end *streamEnd) (release func(), _ *
 	}
 	if conn != nil && conn.Add(1) > int64(s.perConn) {
 		conn.Add(-1)
-		err := gqlerror.Errorf("this connection has %d subscriptions open, the most allowed; complete one first, or watch more channels in one subscription", s.perConn)
-		err.Extensions = map[string]any{"code": CodeRateLimited}
-		return nil, err
+		return nil, s.perConnError()
 	}
 	if s.open.Add(1) > s.max {
 		s.open.Add(-1)
@@ -88,6 +86,13 @@ func (s *streams) admit(conn *atomic.Int64, end *streamEnd) (release func(), _ *
 		}
 		s.active.Done()
 	}), nil
+}
+
+// perConnError refuses a subscription beyond SUBSCRIPTIONS_PER_CONNECTION.
+func (s *streams) perConnError() *gqlerror.Error {
+	err := gqlerror.Errorf("this connection has %d subscriptions open, the most allowed; complete one first, or watch more channels in one subscription", s.perConn)
+	err.Extensions = map[string]any{"code": CodeRateLimited}
+	return err
 }
 
 // openConn counts a WebSocket connection in, or returns false when the
@@ -292,6 +297,13 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 	end := &streamEnd{client: e.client}
 	release, gerr := e.streams.admit(e.conn, end)
 	if gerr != nil {
+		if e.conn != nil {
+			// A refusal, as for what the subscription asks: the
+			// WebSocket transport sends it as the operation's error
+			// message, which clients do not take for the stream's data.
+			transport.AddSubscriptionError(ctx, gerr)
+			return func(context.Context) *graphql.Response { return nil }, ctx
+		}
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
 	}
 	ctx = context.WithValue(ctx, streamEndKey{}, end)

@@ -265,26 +265,39 @@ func aliasList(n int) string {
 }
 
 // TestSubscriptionsPerConnection: a connection holds at most its share of
-// subscriptions; the next one is refused with a reason, and completing
-// one makes room again.
+// subscriptions; the next one, in the order the client sent them, is
+// refused with a graphql-transport-ws error message saying why, and
+// completing one makes room again.
 func TestSubscriptionsPerConnection(t *testing.T) {
 	e, _ := newLiveEnv(t, envOptions{subsPerConn: 2})
 	c := e.connect(t)
 	vars := map[string]any{"channels": []string{"tmefeed_news"}}
+	for round := range 5 {
+		// Sent together, they start at once: the third is the one too many,
+		// every time.
+		ids := []string{fmt.Sprint(round, "a"), fmt.Sprint(round, "b"), fmt.Sprint(round, "c")}
+		for _, id := range ids {
+			c.subscribe(id, updatesQuery, vars)
+		}
+		m := c.next()
+		for m.Type == "complete" { // the previous round's, completed by the client
+			m = c.next()
+		}
+		var errs []gqlError
+		if m.Type == "error" {
+			_ = json.Unmarshal(m.Payload, &errs)
+		}
+		if m.Type != "error" || m.ID != ids[2] || len(errs) != 1 || errs[0].code() != "RATE_LIMITED" || !strings.Contains(errs[0].Message, "2 subscriptions") {
+			t.Fatalf("round %d: one subscription too many: %+v", round, m)
+		}
+		e.waitOpen(t, 2)
+		c.send(wsMsg{Type: "complete", ID: ids[0]})
+		c.send(wsMsg{Type: "complete", ID: ids[1]})
+		e.waitOpen(t, 0)
+	}
 	c.subscribe("1", updatesQuery, vars)
 	c.subscribe("2", updatesQuery, vars)
-	c.subscribe("3", updatesQuery, vars)
-	// The three start at once: any one of them is the one too many.
-	m := c.next()
-	refused := m.ID
-	errs := append(m.result(t).Errors, c.errorsOf(refused)...)
-	if m.Type != "next" || len(errs) != 1 || errs[0].code() != "RATE_LIMITED" || !strings.Contains(errs[0].Message, "2 subscriptions") {
-		t.Fatalf("one subscription too many: %+v %+v", m, errs)
-	}
 	open := "1"
-	if refused == "1" {
-		open = "2"
-	}
 	// Another connection has its own share.
 	other := e.connect(t)
 	other.subscribe("1", updatesQuery, vars)
@@ -567,4 +580,35 @@ func TestOtherUpgradeOffersIgnored(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || len(r.Errors) != 0 || !strings.Contains(string(r.Data), `"Query"`) {
 		t.Errorf("GET with Upgrade: h2c: %d %+v %s %v", resp.StatusCode, r.Errors, r.Data, err)
 	}
+}
+
+// TestServerLimitRefusesWithAnError: a subscription beyond the process's
+// SUBSCRIPTIONS_MAX is refused with an error message for its id (not a
+// next payload and complete, which clients take for the stream's end),
+// and the connection goes on.
+func TestServerLimitRefusesWithAnError(t *testing.T) {
+	e, _ := newLiveEnv(t, envOptions{subsPerConn: 5, maxSubs: 2})
+	vars := map[string]any{"channels": []string{"tmefeed_news"}}
+	a := e.connect(t)
+	a.subscribe("1", updatesQuery, vars)
+	a.subscribe("2", updatesQuery, vars)
+	e.waitOpen(t, 2)
+	b := e.connect(t)
+	b.subscribe("3", updatesQuery, vars)
+	m := b.next()
+	var errs []gqlError
+	if m.Type == "error" {
+		_ = json.Unmarshal(m.Payload, &errs)
+	}
+	if m.Type != "error" || m.ID != "3" || len(errs) != 1 || errs[0].code() != "RATE_LIMITED" || !strings.Contains(errs[0].Message, "the server has 2 subscriptions open") {
+		t.Fatalf("over the server's limit: %+v", m)
+	}
+	b.send(wsMsg{Type: "ping"})
+	if m := b.next(); m.Type != "pong" {
+		t.Fatalf("after the refusal: %+v", m)
+	}
+	a.send(wsMsg{Type: "complete", ID: "1"})
+	e.waitOpen(t, 1)
+	b.subscribe("3", updatesQuery, vars)
+	e.waitOpen(t, 2)
 }
