@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -435,6 +436,14 @@ func (c *wsConn) WriteJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	c.mu.Lock()
+	closing := c.closing != nil
+	c.mu.Unlock()
+	if closing {
+		// Nothing follows the close frame: in particular no complete
+		// for the subscriptions a restart ends.
+		return net.ErrClosed
 	}
 	c.trackOut(b)
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout)
