@@ -66,6 +66,23 @@ func TestServeEndsSubscriptionsOnShutdown(t *testing.T) {
 	if _, b, err := ws.Read(wait); err != nil || !strings.Contains(string(b), "connection_ack") {
 		t.Fatalf("after connection_init: %s %v", b, err)
 	}
+	// Both are open (a stream's headers come before it is admitted; one
+	// admitted after shutdown began would be refused instead).
+	for {
+		mresp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(mresp.Body)
+		mresp.Body.Close()
+		if strings.Contains(string(b), "\ntmefeed_graphql_subscriptions_open 2\n") {
+			break
+		}
+		if wait.Err() != nil {
+			t.Fatal("the subscriptions did not open")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	cancel()
 	select {
