@@ -147,15 +147,20 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	defer sw.stop()
 	// On shutdown, once the stream has written what it held, it is cut:
 	// no complete, which graphql-sse would take as the stream's end
-	// rather than retry.
-	go func() {
-		select {
-		case <-t.streams.cut:
-			sw.stop()
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	// rather than retry. One begun during shutdown is refused with
+	// SHUTTING_DOWN instead, which must be written.
+	select {
+	case <-t.streams.closing:
+	default:
+		go func() {
+			select {
+			case <-t.streams.cut:
+				sw.stop()
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client}
 	if t.scope != nil {
 		se.scope = t.scope(r)
