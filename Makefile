@@ -4,7 +4,7 @@ FUZZTIME ?= 1m
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard e2e playground reliability capacity
+.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard e2e playground reliability capacity clients
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -30,6 +30,9 @@ bench: ## run every benchmark once, with allocations
 
 e2e: build ## GraphiQL in headless Chromium (Debian's chromium) against the demo server; screenshot in e2e/artifacts/
 	TMEFEED_BIN=$(CURDIR)/bin/tmefeed $(GO) test -tags e2e -count=1 -v ./e2e/
+
+clients: build ## stock graphql-ws and graphql-sse clients (npm, pinned by clients/package-lock.json) through a SIGTERM and restart of the demo server
+	cd clients && npm ci --no-audit --no-fund && TMEFEED=$(CURDIR)/bin/tmefeed node restart.mjs
 
 playground: ## refresh web/dist from npm's graphiql, pinned by web/package-lock.json
 	cd web && npm ci --no-audit --no-fund && npm run build

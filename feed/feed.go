@@ -222,6 +222,11 @@ type Page struct {
 	// its channels.
 	Channels []*parser.Channel
 
+	// Feed identifies the feed (its valid channels, order and filter), the
+	// same in every build and process: what an item's identity within its
+	// feed is made of.
+	Feed uint64
+
 	version Version
 }
 
@@ -307,6 +312,8 @@ type build struct {
 	order   Order
 	hash    uint64 // of the channels' page hashes and failures
 	builtAt time.Time
+	// binding identifies the feed (query.binding).
+	binding uint64
 	// channels are the query's valid names, sorted, for Changed.
 	channels []string
 	// heads are the headers of the channels read, copied (see Page.Channels).
@@ -713,7 +720,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		return k, nil
 	}
 
-	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now, channels: q.channels}
+	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now, channels: q.channels, binding: q.binding}
 	b.validUntil.Store(until)
 	b.fresh.Store(&fr)
 	b.failed = append(b.failed, q.invalid...)
@@ -866,5 +873,6 @@ func (b *build) page(start, end int) *Page {
 		Failed:          b.failed,
 		Channels:        b.heads,
 		Key:             strconv.FormatUint(b.id, 10) + ":" + strconv.Itoa(start) + ":" + strconv.Itoa(end),
+		Feed:            b.binding,
 	}
 }

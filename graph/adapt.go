@@ -89,7 +89,7 @@ func feedConnection(p *feed.Page) *model.FeedConnection {
 	}
 	for i := range p.Items {
 		it := &p.Items[i]
-		c.Edges[i] = &model.FeedEdge{Cursor: it.Cursor, Node: model.ItemOf(it)}
+		c.Edges[i] = &model.FeedEdge{Cursor: it.Cursor, Node: model.ItemOf(it, p.Feed)}
 	}
 	return c
 }
@@ -107,7 +107,7 @@ func failedChannels(p *feed.Page) []*model.FailedChannel {
 	out := make([]*model.FailedChannel, len(p.Failed))
 	for i, f := range p.Failed {
 		c := fault.Classify(f.Err)
-		out[i] = &model.FailedChannel{Username: f.Username, Code: graphCode(c.Kind), Reason: c.Message}
+		out[i] = &model.FailedChannel{Username: f.Username, Code: model.ChannelErrorCode(graphCode(c.Kind)), Reason: c.Message}
 	}
 	return out
 }

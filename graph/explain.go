@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -42,7 +43,7 @@ func (run *runner) explain(rc *graphql.OperationContext, params *graphql.RawPara
 		case rc.Doc != nil && rc.Operation == nil && len(errs) == 1:
 			e.Message = operationMessage(rc.Doc, params.OperationName)
 		case rc.Operation != nil && len(e.Path) >= 2 && e.Path[0] == ast.PathName("variable"):
-			e.Message = run.variableMessage(rc.Operation, params.Variables, e)
+			e.Message = opVariableMessage(run.schema, rc.Operation, params.Variables, e)
 		}
 	}
 }
@@ -62,32 +63,38 @@ func operationMessage(doc *ast.QueryDocument, name string) string {
 	return fmt.Sprintf("operationName %s names no operation of the document; it has %s", strconv.Quote(name), list)
 }
 
-// variableMessage says which variable, or which part of it, does not fit,
-// what was given and what its type takes.
-func (run *runner) variableMessage(op *ast.OperationDefinition, vars map[string]any, e *gqlerror.Error) string {
+func opVariableMessage(schema *ast.Schema, op *ast.OperationDefinition, vars map[string]any, e *gqlerror.Error) string {
 	name, _ := e.Path[1].(ast.PathName)
 	def := op.VariableDefinitions.ForName(string(name))
 	if def == nil {
 		return e.Message
 	}
-	where := "$" + string(name)
+	return variableMessage(schema, def, e.Path, vars[string(name)], e.Message)
+}
+
+// variableMessage says which variable, or which part of it (path, from
+// ["variable", name]), does not fit, what was given (val is the
+// variable's whole value) and what its type takes; msg is gqlparser's.
+func variableMessage(schema *ast.Schema, def *ast.VariableDefinition, path ast.Path, val any, msg string) string {
+	where := "$" + def.Variable
 	typ := def.Type
 	// The value at the path, as far as the request has it (gqlparser
 	// takes a single value for a list of one).
-	val := vars[string(name)]
-	for _, step := range e.Path[2:] {
+	for _, step := range path[2:] {
 		switch s := step.(type) {
 		case ast.PathIndex:
 			where += "[" + strconv.Itoa(int(s)) + "]"
 			if typ.Elem != nil {
 				typ = typ.Elem
 			}
-			if list, ok := val.([]any); ok && int(s) < len(list) {
-				val = list[s]
+			// A list as JSON has it ([]any), or as gqlparser made it of
+			// a single value.
+			if list := reflect.ValueOf(val); list.Kind() == reflect.Slice && int(s) < list.Len() {
+				val = list.Index(int(s)).Interface()
 			}
 		case ast.PathName:
 			where += "." + string(s)
-			if d := run.schema.Types[typ.Name()]; d != nil {
+			if d := schema.Types[typ.Name()]; d != nil {
 				if f := d.Fields.ForName(string(s)); f != nil {
 					typ = f.Type
 				}
@@ -98,7 +105,7 @@ func (run *runner) variableMessage(op *ast.OperationDefinition, vars map[string]
 		}
 	}
 	subject := "Variable " + strconv.Quote(where)
-	switch e.Message {
+	switch msg {
 	case "must be defined":
 		return fmt.Sprintf("%s of type %s was not given; it is required", subject, typ)
 	case "cannot be null":
@@ -106,11 +113,11 @@ func (run *runner) variableMessage(op *ast.OperationDefinition, vars map[string]
 	case "unknown field":
 		return fmt.Sprintf("%s is not a field of the input type; remove it", subject)
 	}
-	return fmt.Sprintf("%s got %s: %s", subject, shown(val), run.takes(typ.Name()))
+	return fmt.Sprintf("%s got %s: %s", subject, shown(val), takes(schema, typ.Name()))
 }
 
 // takes says what values a named input type takes.
-func (run *runner) takes(name string) string {
+func takes(schema *ast.Schema, name string) string {
 	switch name {
 	case "Int":
 		return "Int must be a whole number between -2^31 and 2^31-1"
@@ -122,8 +129,10 @@ func (run *runner) takes(name string) string {
 		return "Boolean must be true or false"
 	case "ID":
 		return "ID must be a string or a whole number"
+	case "DateTime":
+		return "DateTime must be an RFC 3339 string, e.g. 2024-05-01T12:30:00Z"
 	}
-	d := run.schema.Types[name]
+	d := schema.Types[name]
 	switch {
 	case d == nil:
 		return name + " does not take it"
@@ -132,7 +141,7 @@ func (run *runner) takes(name string) string {
 		for i, v := range d.EnumValues {
 			values[i] = v.Name
 		}
-		return name + " must be one of " + strings.Join(values, ", ")
+		return name + " must be one of " + strings.Join(values, ", ") + ", spelt exactly so"
 	case d.Kind == ast.InputObject:
 		return name + " must be an object"
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/introspection"
 	"github.com/tmefeed/tmefeed/graph/model"
-	"github.com/tmefeed/tmefeed/parser"
 	gqlparser "github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 )
@@ -32,6 +31,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Channel() ChannelResolver
+	Post() PostResolver
 	Query() QueryResolver
 	Subscription() SubscriptionResolver
 }
@@ -96,6 +96,7 @@ type ComplexityRoot struct {
 
 	FeedItem struct {
 		Channel func(childComplexity int) int
+		ID      func(childComplexity int) int
 		Post    func(childComplexity int) int
 		Score   func(childComplexity int) int
 	}
@@ -167,27 +168,28 @@ type ComplexityRoot struct {
 	}
 
 	Post struct {
-		Author        func(childComplexity int) int
-		Channel       func(childComplexity int) int
-		Date          func(childComplexity int) int
-		DateEstimated func(childComplexity int) int
-		Edited        func(childComplexity int) int
-		ForwardedFrom func(childComplexity int) int
-		GlobalID      func(childComplexity int) int
-		InlineButtons func(childComplexity int) int
-		IsService     func(childComplexity int) int
-		LinkPreview   func(childComplexity int) int
-		Location      func(childComplexity int) int
-		Media         func(childComplexity int) int
-		MessageID     func(childComplexity int) int
-		Poll          func(childComplexity int) int
-		Reactions     func(childComplexity int) int
-		Reply         func(childComplexity int) int
-		Service       func(childComplexity int) int
-		Text          func(childComplexity int) int
-		URL           func(childComplexity int) int
-		Views         func(childComplexity int) int
-		ViewsText     func(childComplexity int) int
+		Author         func(childComplexity int) int
+		Channel        func(childComplexity int) int
+		Date           func(childComplexity int) int
+		DateEstimated  func(childComplexity int) int
+		Edited         func(childComplexity int) int
+		ForwardedFrom  func(childComplexity int) int
+		GlobalID       func(childComplexity int) int
+		InChannel      func(childComplexity int) int
+		InlineButtons  func(childComplexity int) int
+		IsService      func(childComplexity int) int
+		LinkPreview    func(childComplexity int) int
+		Location       func(childComplexity int) int
+		Media          func(childComplexity int) int
+		MessageID      func(childComplexity int) int
+		Poll           func(childComplexity int) int
+		Reactions      func(childComplexity int) int
+		Reply          func(childComplexity int) int
+		ServiceMessage func(childComplexity int) int
+		Text           func(childComplexity int) int
+		URL            func(childComplexity int) int
+		Views          func(childComplexity int) int
+		ViewsText      func(childComplexity int) int
 	}
 
 	PostConnection struct {
@@ -239,6 +241,7 @@ type ComplexityRoot struct {
 	}
 
 	ServiceMessage struct {
+		Kind func(childComplexity int) int
 		Text func(childComplexity int) int
 		Type func(childComplexity int) int
 	}
@@ -251,6 +254,7 @@ type ComplexityRoot struct {
 		Entities     func(childComplexity int) int
 		HTML         func(childComplexity int) int
 		HTMLAsServed func(childComplexity int) int
+		ID           func(childComplexity int) int
 		Plain        func(childComplexity int) int
 	}
 
@@ -271,6 +275,9 @@ type ComplexityRoot struct {
 type ChannelResolver interface {
 	Posts(ctx context.Context, obj *model.Channel, first *int, before *string, after *string, around *int) (*model.PostConnection, error)
 	Search(ctx context.Context, obj *model.Channel, query string, first *int) (*model.PostConnection, error)
+}
+type PostResolver interface {
+	InChannel(ctx context.Context, obj *model.Post) (*model.Channel, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (model.Node, error)
@@ -540,6 +547,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedItem.Channel(childComplexity), true
+	case "FeedItem.id":
+		if e.ComplexityRoot.FeedItem.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedItem.ID(childComplexity), true
 	case "FeedItem.post":
 		if e.ComplexityRoot.FeedItem.Post == nil {
 			break
@@ -838,6 +851,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Post.GlobalID(childComplexity), true
+	case "Post.inChannel":
+		if e.ComplexityRoot.Post.InChannel == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Post.InChannel(childComplexity), true
 	case "Post.inlineButtons":
 		if e.ComplexityRoot.Post.InlineButtons == nil {
 			break
@@ -893,11 +912,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Post.Reply(childComplexity), true
 	case "Post.service":
-		if e.ComplexityRoot.Post.Service == nil {
+		if e.ComplexityRoot.Post.ServiceMessage == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Post.Service(childComplexity), true
+		return e.ComplexityRoot.Post.ServiceMessage(childComplexity), true
 	case "Post.text":
 		if e.ComplexityRoot.Post.Text == nil {
 			break
@@ -1123,6 +1142,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Reply.ToMessage(childComplexity), true
 
+	case "ServiceMessage.kind":
+		if e.ComplexityRoot.ServiceMessage.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceMessage.Kind(childComplexity), true
 	case "ServiceMessage.text":
 		if e.ComplexityRoot.ServiceMessage.Text == nil {
 			break
@@ -1166,6 +1191,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Text.HTMLAsServed(childComplexity), true
+	case "Text.id":
+		if e.ComplexityRoot.Text.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Text.ID(childComplexity), true
 	case "Text.plain":
 		if e.ComplexityRoot.Text.Plain == nil {
 			break
@@ -1427,6 +1458,8 @@ func (ec *executionContext) childFields_FeedEdge(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_FeedItem(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_FeedItem_id(ctx, field)
 	case "post":
 		return ec.fieldContext_FeedItem_post(ctx, field)
 	case "channel":
@@ -1579,6 +1612,8 @@ func (ec *executionContext) childFields_Post(ctx context.Context, field graphql.
 		return ec.fieldContext_Post_url(ctx, field)
 	case "channel":
 		return ec.fieldContext_Post_channel(ctx, field)
+	case "inChannel":
+		return ec.fieldContext_Post_inChannel(ctx, field)
 	case "date":
 		return ec.fieldContext_Post_date(ctx, field)
 	case "dateEstimated":
@@ -1699,6 +1734,8 @@ func (ec *executionContext) childFields_ServiceMessage(ctx context.Context, fiel
 	switch field.Name {
 	case "type":
 		return ec.fieldContext_ServiceMessage_type(ctx, field)
+	case "kind":
+		return ec.fieldContext_ServiceMessage_kind(ctx, field)
 	case "text":
 		return ec.fieldContext_ServiceMessage_text(ctx, field)
 	}
@@ -1707,6 +1744,8 @@ func (ec *executionContext) childFields_ServiceMessage(ctx context.Context, fiel
 
 func (ec *executionContext) childFields_Text(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Text_id(ctx, field)
 	case "plain":
 		return ec.fieldContext_Text_plain(ctx, field)
 	case "html":
@@ -2870,15 +2909,15 @@ func (ec *executionContext) _FailedChannel_code(ctx context.Context, field graph
 			return obj.Code, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.ChannelErrorCode) graphql.Marshaler {
+			return ec.marshalNChannelErrorCode2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐChannelErrorCode(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_FailedChannel_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("FailedChannel", field, false, false, "String")
+	return graphql.NewScalarFieldContext("FailedChannel", field, false, false, "ChannelErrorCode")
 }
 
 func (ec *executionContext) _FailedChannel_reason(ctx context.Context, field graphql.CollectedField, obj *model.FailedChannel) (ret graphql.Marshaler) {
@@ -3076,6 +3115,29 @@ func (ec *executionContext) fieldContext_FeedEdge_node(_ context.Context, field 
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _FeedItem_id(ctx context.Context, field graphql.CollectedField, obj *model.FeedItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedItem_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedItem_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedItem", field, true, false, "ID")
 }
 
 func (ec *executionContext) _FeedItem_post(ctx context.Context, field graphql.CollectedField, obj *model.FeedItem) (ret graphql.Marshaler) {
@@ -4181,6 +4243,38 @@ func (ec *executionContext) fieldContext_Post_channel(_ context.Context, field g
 	return graphql.NewScalarFieldContext("Post", field, false, false, "String")
 }
 
+func (ec *executionContext) _Post_inChannel(ctx context.Context, field graphql.CollectedField, obj *model.Post) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Post_inChannel(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Post().InChannel(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Channel) graphql.Marshaler {
+			return ec.marshalNChannel2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐChannel(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Post_inChannel(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Post",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Channel(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Post_date(ctx context.Context, field graphql.CollectedField, obj *model.Post) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4639,11 +4733,11 @@ func (ec *executionContext) _Post_service(ctx context.Context, field graphql.Col
 			return ec.fieldContext_Post_service(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Service, nil
+			return obj.ServiceMessage(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *parser.Service) graphql.Marshaler {
-			return ec.marshalOServiceMessage2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋparserᚐService(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ServiceMessage) graphql.Marshaler {
+			return ec.marshalOServiceMessage2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐServiceMessage(ctx, selections, v)
 		},
 		true,
 		false,
@@ -4653,7 +4747,7 @@ func (ec *executionContext) fieldContext_Post_service(_ context.Context, field g
 	fc = &graphql.FieldContext{
 		Object:     "Post",
 		Field:      field,
-		IsMethod:   false,
+		IsMethod:   true,
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ServiceMessage(ctx, field)
@@ -4793,15 +4887,15 @@ func (ec *executionContext) _PreviewError_code(ctx context.Context, field graphq
 			return obj.Code, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v model.ChannelErrorCode) graphql.Marshaler {
+			return ec.marshalNChannelErrorCode2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐChannelErrorCode(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_PreviewError_code(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("PreviewError", field, false, false, "String")
+	return graphql.NewScalarFieldContext("PreviewError", field, false, false, "ChannelErrorCode")
 }
 
 func (ec *executionContext) _PreviewError_message(ctx context.Context, field graphql.CollectedField, obj *model.PreviewError) (ret graphql.Marshaler) {
@@ -5530,7 +5624,7 @@ func (ec *executionContext) fieldContext_Reply_cover(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Reply", field, true, false, "String")
 }
 
-func (ec *executionContext) _ServiceMessage_type(ctx context.Context, field graphql.CollectedField, obj *parser.Service) (ret graphql.Marshaler) {
+func (ec *executionContext) _ServiceMessage_type(ctx context.Context, field graphql.CollectedField, obj *model.ServiceMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5553,7 +5647,30 @@ func (ec *executionContext) fieldContext_ServiceMessage_type(_ context.Context, 
 	return graphql.NewScalarFieldContext("ServiceMessage", field, false, false, "String")
 }
 
-func (ec *executionContext) _ServiceMessage_text(ctx context.Context, field graphql.CollectedField, obj *parser.Service) (ret graphql.Marshaler) {
+func (ec *executionContext) _ServiceMessage_kind(ctx context.Context, field graphql.CollectedField, obj *model.ServiceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ServiceMessage_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ServiceMessageKind) graphql.Marshaler {
+			return ec.marshalNServiceMessageKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐServiceMessageKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ServiceMessage_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ServiceMessage", field, true, false, "ServiceMessageKind")
+}
+
+func (ec *executionContext) _ServiceMessage_text(ctx context.Context, field graphql.CollectedField, obj *model.ServiceMessage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5618,6 +5735,29 @@ func (ec *executionContext) fieldContext_Subscription_feedUpdates(ctx context.Co
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Text_id(ctx context.Context, field graphql.CollectedField, obj *model.Text) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Text_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Text_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Text", field, true, false, "ID")
 }
 
 func (ec *executionContext) _Text_plain(ctx context.Context, field graphql.CollectedField, obj *model.Text) (ret graphql.Marshaler) {
@@ -7425,6 +7565,11 @@ func (ec *executionContext) _FeedItem(ctx context.Context, sel ast.SelectionSet,
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("FeedItem")
+		case "id":
+			out.Values[i] = ec._FeedItem_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "post":
 			out.Values[i] = ec._FeedItem_post(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7918,107 +8063,113 @@ func (ec *executionContext) _Post(ctx context.Context, sel ast.SelectionSet, obj
 		case "id":
 			out.Values[i] = ec._Post_id(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "messageId":
 			out.Values[i] = ec._Post_messageId(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "url":
 			out.Values[i] = ec._Post_url(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "channel":
 			out.Values[i] = ec._Post_channel(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "inChannel":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Post_inChannel(ctx, field, obj)
+				})
 		case "date":
 			out.Values[i] = ec._Post_date(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "dateEstimated":
 			out.Values[i] = ec._Post_dateEstimated(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "edited":
 			out.Values[i] = ec._Post_edited(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "views":
 			out.Values[i] = ec._Post_views(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "viewsText":
 			out.Values[i] = ec._Post_viewsText(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "author":
 			out.Values[i] = ec._Post_author(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "text":
 			out.Values[i] = ec._Post_text(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "media":
 			out.Values[i] = ec._Post_media(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "poll":
 			out.Values[i] = ec._Post_poll(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "location":
 			out.Values[i] = ec._Post_location(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "inlineButtons":
 			out.Values[i] = ec._Post_inlineButtons(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "reply":
 			out.Values[i] = ec._Post_reply(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "linkPreview":
 			out.Values[i] = ec._Post_linkPreview(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "reactions":
 			out.Values[i] = ec._Post_reactions(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "forwardedFrom":
 			out.Values[i] = ec._Post_forwardedFrom(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "isService":
 			out.Values[i] = ec._Post_isService(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "service":
 			out.Values[i] = ec._Post_service(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -8398,7 +8549,7 @@ func (ec *executionContext) _Reply(ctx context.Context, sel ast.SelectionSet, ob
 
 var serviceMessageImplementors = []string{"ServiceMessage"}
 
-func (ec *executionContext) _ServiceMessage(ctx context.Context, sel ast.SelectionSet, obj *parser.Service) graphql.Marshaler {
+func (ec *executionContext) _ServiceMessage(ctx context.Context, sel ast.SelectionSet, obj *model.ServiceMessage) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, serviceMessageImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -8409,6 +8560,11 @@ func (ec *executionContext) _ServiceMessage(ctx context.Context, sel ast.Selecti
 			out.Values[i] = graphql.MarshalString("ServiceMessage")
 		case "type":
 			out.Values[i] = ec._ServiceMessage_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._ServiceMessage_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -8465,6 +8621,11 @@ func (ec *executionContext) _Text(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Text")
+		case "id":
+			out.Values[i] = ec._Text_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "plain":
 			out.Values[i] = ec._Text_plain(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8944,6 +9105,16 @@ func (ec *executionContext) marshalNChannel2ᚖgithubᚗcomᚋtmefeedᚋtmefeed�
 	return ec._Channel(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNChannelErrorCode2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐChannelErrorCode(ctx context.Context, v any) (model.ChannelErrorCode, error) {
+	var res model.ChannelErrorCode
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNChannelErrorCode2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐChannelErrorCode(ctx context.Context, sel ast.SelectionSet, v model.ChannelErrorCode) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNCounters2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐCounters(ctx context.Context, sel ast.SelectionSet, v *model.Counters) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Counters!")
@@ -9324,6 +9495,16 @@ func (ec *executionContext) unmarshalNReactionKind2githubᚗcomᚋtmefeedᚋtmef
 }
 
 func (ec *executionContext) marshalNReactionKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐReactionKind(ctx context.Context, sel ast.SelectionSet, v model.ReactionKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNServiceMessageKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐServiceMessageKind(ctx context.Context, v any) (model.ServiceMessageKind, error) {
+	var res model.ServiceMessageKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNServiceMessageKind2githubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐServiceMessageKind(ctx context.Context, sel ast.SelectionSet, v model.ServiceMessageKind) graphql.Marshaler {
 	return v
 }
 
@@ -9767,7 +9948,7 @@ func (ec *executionContext) marshalOReply2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋ
 	return ec._Reply(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalOServiceMessage2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋparserᚐService(ctx context.Context, sel ast.SelectionSet, v *parser.Service) graphql.Marshaler {
+func (ec *executionContext) marshalOServiceMessage2ᚖgithubᚗcomᚋtmefeedᚋtmefeedᚋgraphᚋmodelᚐServiceMessage(ctx context.Context, sel ast.SelectionSet, v *model.ServiceMessage) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

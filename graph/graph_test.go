@@ -441,8 +441,9 @@ func TestFeedFilters(t *testing.T) {
 			t.Errorf("%s: got %v\nwant %v", c.name, got.keys(), want)
 		}
 	}
+	// A malformed DateTime variable is a request error.
 	r := e.query(t, feedQuery, map[string]any{"channels": recorded, "filter": map[string]any{"since": "yesterday"}})
-	if !slices.Equal(r.codes(), []string{"BAD_USER_INPUT"}) {
+	if !slices.Equal(r.codes(), []string{"GRAPHQL_VALIDATION_FAILED"}) {
 		t.Errorf("a malformed DateTime: %d %+v", r.status, r.Errors)
 	}
 }

@@ -375,6 +375,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		parsed:          cfg.onParse,
 	})
 	srv.Use(extension.FixedComplexityLimit(cfg.ComplexityLimit))
+	srv.Use(newStrictVariables(es.Schema()))
 
 	return &Handler{front: front{next: srv, streams: cfg.Live != nil}, streams: st, hot: hot}, nil
 }

@@ -98,6 +98,14 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A GET whose body net/http leaves out.
 		r = r.WithContext(r.Context())
 		r.Method = http.MethodGet
+	case http.MethodPut:
+		// graphql-sse's single connection mode reserves its stream with a
+		// PUT, then starts operations on it with POSTs that carry the
+		// token: per-process state a deploy or a second replica would
+		// lose. Its client falls back to nothing, so say what to use.
+		w.Header().Set("Allow", allowedMethods)
+		a.refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, SingleConnectionMessage)
+		return
 	default:
 		w.Header().Set("Allow", allowedMethods)
 		a.refuse(http.StatusMethodNotAllowed, CodeMethodNotAllowed, clip(r.Method)+" is not served at /graphql; send queries with GET or POST")
@@ -112,8 +120,8 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.next.ServeHTTP(w, r) // the WebSocket transport checks the handshake
 		return
 	}
-	if !ok && !(f.streams && r.Method == http.MethodPost && wantsEventStream(r.Header)) {
-		a.refuse(http.StatusNotAcceptable, CodeNotAcceptable, "Accept allows neither "+graphqlResponseJSON+" nor "+mediaJSON+", the types of GraphQL answers (nor, for a POST, "+mediaEventStream+" for a subscription)")
+	if !ok && !(f.streams && wantsEventStream(r.Header)) {
+		a.refuse(http.StatusNotAcceptable, CodeNotAcceptable, "Accept allows neither "+graphqlResponseJSON+" nor "+mediaJSON+", the types of GraphQL answers (nor "+mediaEventStream+" for a subscription)")
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -125,6 +133,11 @@ func (f front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f.next.ServeHTTP(w, r)
 }
+
+// SingleConnectionMessage answers a PUT at /graphql: what graphql-sse's
+// single connection mode sends first. The server's router answers it
+// when /graphql is mounted there.
+const SingleConnectionMessage = "PUT is not served at /graphql: graphql-sse's single connection mode (a stream reserved with PUT, operations POSTed with its token) is not served; use its distinct connections mode (the client's default, singleConnection: false): one GET or POST with Accept: " + mediaEventStream + " per subscription, or WebSocket (graphql-transport-ws)"
 
 // unsupportedBody says what is wrong with how a POST body is sent, or "".
 func unsupportedBody(h http.Header) string {

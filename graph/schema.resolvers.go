@@ -24,6 +24,11 @@ func (r *channelResolver) Search(ctx context.Context, obj *model.Channel, query 
 	return r.channelSearch(ctx, obj, query, first)
 }
 
+// InChannel is the resolver for the inChannel field.
+func (r *postResolver) InChannel(ctx context.Context, obj *model.Post) (*model.Channel, error) {
+	return r.findChannel(ctx, obj.Channel)
+}
+
 // Node is the resolver for the node field.
 func (r *queryResolver) Node(ctx context.Context, id string) (model.Node, error) {
 	ref, err := parseID("id", id)
@@ -79,7 +84,7 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 		if f.Kind == fault.Internal { // a bug: the answer says no more than that
 			r.log.ErrorContext(ctx, "graphql: previews: internal error", "channel", res.Channel, "err", res.Err)
 		}
-		out[i].Error = &model.PreviewError{Code: graphCode(f.Kind), Message: f.Message}
+		out[i].Error = &model.PreviewError{Code: model.ChannelErrorCode(graphCode(f.Kind)), Message: f.Message}
 	}
 	return out, nil
 }
@@ -106,6 +111,9 @@ func (r *subscriptionResolver) FeedUpdates(ctx context.Context, channels []strin
 // Channel returns ChannelResolver implementation.
 func (r *Resolver) Channel() ChannelResolver { return &channelResolver{r} }
 
+// Post returns PostResolver implementation.
+func (r *Resolver) Post() PostResolver { return &postResolver{r} }
+
 // Query returns QueryResolver implementation.
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
@@ -114,6 +122,7 @@ func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionRes
 
 type (
 	channelResolver      struct{ *Resolver }
+	postResolver         struct{ *Resolver }
 	queryResolver        struct{ *Resolver }
 	subscriptionResolver struct{ *Resolver }
 )

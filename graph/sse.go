@@ -3,6 +3,8 @@ package graph
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -18,9 +20,10 @@ import (
 const mediaEventStream = "text/event-stream"
 
 // sseTransport serves subscriptions as Server-Sent Events: a POST with a
-// JSON body and Accept: text/event-stream is answered with a stream of
-// `next` events and a final `complete` (gqlgen's transport, the "distinct
-// connections" mode of graphql-sse). The request is read, bounded and
+// JSON body, or a GET with the request in the URL (what a browser's
+// EventSource sends), and Accept: text/event-stream is answered with a
+// stream of `next` events and a final `complete` (gqlgen's transport, the
+// "distinct connections" mode of graphql-sse). The request is read, bounded and
 // checked here first, so that what cannot be served is answered with a
 // status and a GraphQL error, as every other request is.
 type sseTransport struct {
@@ -30,12 +33,15 @@ type sseTransport struct {
 	gate         *gate
 	writeTimeout time.Duration
 	scope        func(*http.Request) func(string) bool // HandlerConfig.Scope
-	client       func(*http.Request) string // names the stream's client (runner.clientOf)
+	client       func(*http.Request) string            // names the stream's client (runner.clientOf)
 }
 
 var _ graphql.Transport = sseTransport{}
 
 func (t sseTransport) Supports(r *http.Request) bool {
+	if r.Method == http.MethodGet {
+		return wantsEventStream(r.Header) && !headerHas(r.Header, "Upgrade", "websocket")
+	}
 	if r.Method != http.MethodPost || !wantsEventStream(r.Header) {
 		return false
 	}
@@ -44,13 +50,13 @@ func (t sseTransport) Supports(r *http.Request) bool {
 }
 
 // IsStream reports whether r asks for an answer the handler keeps open: a
-// WebSocket upgrade, or a POST that accepts an event stream. It reads
+// WebSocket upgrade, or a GET or POST that accepts an event stream. It reads
 // headers only and allocates nothing, so that a face in front of the
 // handler (the server's bound on each client's open streams) can ask it
 // of every request and count exactly what the transports stream.
 func IsStream(r *http.Request) bool {
 	return headerHas(r.Header, "Upgrade", "websocket") ||
-		r.Method == http.MethodPost && wantsEventStream(r.Header)
+		(r.Method == http.MethodPost || r.Method == http.MethodGet || r.Method == http.MethodHead) && wantsEventStream(r.Header)
 }
 
 // IsStream is the package's IsStream, for those holding the handler.
@@ -92,19 +98,35 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	tr := &turn{gate: t.gate, client: t.client(r)}
 	defer tr.drop()
 	ctx := context.WithValue(r.Context(), turnKey{}, tr)
-	body, status, err := readBody(w, r, t.maxBody)
-	if err != nil {
-		a.refuse(status, codeForStatus(status), err.Error())
-		return
-	}
-	if len(body) > bigDocument && !tr.take(ctx) {
-		a.busy()
-		return
-	}
-	var params graphql.RawParams
-	if status, err := decodeBody(ctx, body, &params); err != nil {
-		a.refuse(status, codeForStatus(status), err.Error())
-		return
+	var (
+		params graphql.RawParams
+		body   []byte
+	)
+	if r.Method == http.MethodGet {
+		if status, err := readURL(ctx, r, t.maxBody, &params); errors.Is(err, errNoTurn) {
+			a.busy()
+			return
+		} else if err != nil {
+			a.refuse(status, codeForStatus(status), err.Error())
+			return
+		}
+		// gqlgen's transport reads the request from the body.
+		body, _ = json.Marshal(urlRequest{Query: params.Query, OperationName: params.OperationName, Variables: params.Variables, Extensions: params.Extensions})
+	} else {
+		var status int
+		var err error
+		if body, status, err = readBody(w, r, t.maxBody); err != nil {
+			a.refuse(status, codeForStatus(status), err.Error())
+			return
+		}
+		if len(body) > bigDocument && !tr.take(ctx) {
+			a.busy()
+			return
+		}
+		if status, err := decodeBody(ctx, body, &params); err != nil {
+			a.refuse(status, codeForStatus(status), err.Error())
+			return
+		}
 	}
 	if params.Query == "" && params.Extensions["persistedQuery"] == nil {
 		a.refuse(http.StatusBadRequest, CodeBadRequest, noQueryMessage)
@@ -123,11 +145,35 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 	defer cancel()
 	sw := &streamWriter{w: w, rc: rc, timeout: t.writeTimeout}
 	defer sw.stop()
+	// On shutdown, once the stream has written what it held, it is cut:
+	// no complete, which graphql-sse would take as the stream's end
+	// rather than retry. One begun during shutdown is refused with
+	// SHUTTING_DOWN instead, which must be written.
+	select {
+	case <-t.streams.closing:
+	default:
+		go func() {
+			select {
+			case <-t.streams.cut:
+				sw.stop()
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client}
 	if t.scope != nil {
 		se.scope = t.scope(r)
 	}
 	t.sse.Do(sw, r.WithContext(ctx), se)
+}
+
+// urlRequest is a GET request's parameters as the body of a POST.
+type urlRequest struct {
+	Query         string         `json:"query"`
+	OperationName string         `json:"operationName,omitempty"`
+	Variables     map[string]any `json:"variables,omitempty"`
+	Extensions    map[string]any `json:"extensions,omitempty"`
 }
 
 // streamWriter writes an event stream: every write has a deadline, so a

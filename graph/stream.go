@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -36,6 +37,8 @@ type streams struct {
 	mu      sync.Mutex
 	closing chan struct{} // closed by shutdown
 	closed  bool
+	cut     chan struct{} // closed by shutdown once streams are drained: event streams end
+	cutDone bool
 	active  sync.WaitGroup          // open subscriptions
 	sockets map[*wsConn]struct{}    // open WebSocket connections
 	ended   map[*streamEnd]struct{} // open subscriptions' ends
@@ -101,6 +104,7 @@ func newStreams(perConn, maxOpen int) *streams {
 		max:      int64(maxOpen),
 		maxConns: int64(maxOpen),
 		closing:  make(chan struct{}),
+		cut:      make(chan struct{}),
 		sockets:  map[*wsConn]struct{}{},
 		ended:    map[*streamEnd]struct{}{},
 		starting: make(chan struct{}, startingPlaces()),
@@ -117,9 +121,7 @@ func (s *streams) admit(conn *atomic.Int64, end *streamEnd) (release func(), _ *
 	}
 	if conn != nil && conn.Add(1) > int64(s.perConn) {
 		conn.Add(-1)
-		err := gqlerror.Errorf("this connection has %d subscriptions open, the most allowed; complete one first, or watch more channels in one subscription", s.perConn)
-		err.Extensions = map[string]any{"code": CodeRateLimited}
-		return nil, err
+		return nil, s.perConnError()
 	}
 	if s.open.Add(1) > s.max {
 		s.open.Add(-1)
@@ -142,6 +144,13 @@ func (s *streams) admit(conn *atomic.Int64, end *streamEnd) (release func(), _ *
 		}
 		s.active.Done()
 	}), nil
+}
+
+// perConnError refuses a subscription beyond SUBSCRIPTIONS_PER_CONNECTION.
+func (s *streams) perConnError() *gqlerror.Error {
+	err := gqlerror.Errorf("this connection has %d subscriptions open, the most allowed; complete one first, or watch more channels in one subscription", s.perConn)
+	err.Extensions = map[string]any{"code": CodeRateLimited}
+	return err
 }
 
 // openConn counts a WebSocket connection in, or returns false when the
@@ -174,43 +183,77 @@ func (s *streams) unregister(c *wsConn) {
 	s.mu.Unlock()
 }
 
-// shutdown ends every open subscription with a SHUTTING_DOWN error, waits
-// (until ctx ends) for their last messages to be written, then closes the
-// WebSocket connections with 1001 Going Away, which graphql-ws clients
-// answer by reconnecting. New subscriptions are refused from the start.
+// shutdown ends the streams so that clients resume them: it refuses new
+// subscriptions, lets every open one send the events it holds already
+// and waits (until ctx ends, polling: this runs once) for the transports
+// to have written them, then closes the WebSocket connections with 1012
+// Service Restart and cuts the event streams, neither with complete:
+// graphql-ws and graphql-sse take complete as the stream's end and would
+// not subscribe again, while a connection lost makes them retry.
 func (s *streams) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
-		for end := range s.ended {
-			end.set(shuttingDownError())
-		}
 	}
 	s.mu.Unlock()
 
-	done := make(chan struct{})
-	go func() { s.active.Wait(); close(done) }()
 	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for !s.drained() {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break wait
+		}
 	}
 	s.mu.Lock()
 	sockets := make([]*wsConn, 0, len(s.sockets))
 	for c := range s.sockets {
 		sockets = append(sockets, c)
 	}
+	if !s.cutDone {
+		s.cutDone = true
+		close(s.cut)
+	}
 	s.mu.Unlock()
 	for _, c := range sockets {
-		_ = c.WriteClose(closeGoingAway, "the server is shutting down; reconnect")
+		_ = c.WriteClose(closeServiceRestart, "the server is restarting; reconnect and subscribe again")
+	}
+
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
 	return err
 }
 
-// closeGoingAway is RFC 6455's 1001: the server is going away.
-const closeGoingAway = 1001
+// drained reports whether every open stream has handed the transport the
+// events it held and the transport has written them.
+func (s *streams) drained() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for end := range s.ended {
+		if !end.isDrained() {
+			return false
+		}
+	}
+	return true
+}
+
+// closeServiceRestart is RFC 6455's 1012 (IANA registry): the service is
+// restarting. closeGoingAway (1001) is what a connection refused during
+// shutdown gets.
+const (
+	closeServiceRestart = 1012
+	closeGoingAway      = 1001
+)
 
 func shuttingDownError() *gqlerror.Error {
 	err := gqlerror.Errorf("the server is shutting down; reconnect and subscribe again")
@@ -228,6 +271,32 @@ type streamEnd struct {
 	mu      sync.Mutex
 	err     *gqlerror.Error
 	refused bool
+	// On shutdown: drained is set once the resolver has sent the events
+	// it held (drainedStream); waiting while the transport waits for the
+	// next response, that is, has written the last one.
+	drained, waiting bool
+}
+
+func (e *streamEnd) isDrained() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.drained && e.waiting
+}
+
+func (e *streamEnd) setWaiting(w bool) {
+	e.mu.Lock()
+	e.waiting = w
+	e.mu.Unlock()
+}
+
+// drainedStream notes that ctx's subscription has sent, on shutdown, every
+// event it held.
+func drainedStream(ctx context.Context) {
+	if e, ok := ctx.Value(streamEndKey{}).(*streamEnd); ok {
+		e.mu.Lock()
+		e.drained = true
+		e.mu.Unlock()
+	}
 }
 
 type streamEndKey struct{}
@@ -350,6 +419,13 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 	end := &streamEnd{client: e.client, start: &startTurn{places: e.streams.starting}}
 	release, gerr := e.streams.admit(e.conn, end)
 	if gerr != nil {
+		if e.conn != nil {
+			// A refusal, as for what the subscription asks: the
+			// WebSocket transport sends it as the operation's error
+			// message, which clients do not take for the stream's data.
+			transport.AddSubscriptionError(ctx, gerr)
+			return func(context.Context) *graphql.Response { return nil }, ctx
+		}
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
 	}
 	_ = end.start.take(ctx) // fails only once the client has gone
@@ -378,7 +454,12 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 		if finished {
 			return nil
 		}
-		if resp := responses(ctx); resp != nil {
+		// The transport asks for the next response once it has written
+		// the last one.
+		end.setWaiting(true)
+		resp := responses(ctx)
+		end.setWaiting(false)
+		if resp != nil {
 			return resp
 		}
 		finished = true

@@ -78,6 +78,14 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 		defer close(out)
 		defer unwatch()
 		defer release() // the updater stops refreshing them for this client
+		send := func(ev live.Event) bool {
+			select {
+			case out <- model.UpdateOf(updateKinds[ev.Kind], ev.Channel, ev.Post):
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
 		for {
 			var ev live.Event
 			var ok bool
@@ -86,7 +94,8 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 			case <-ctx.Done():
 				return
 			case <-r.streams.closing:
-				return // shutdown has said why
+				drain(ctx, sub, send)
+				return
 			}
 			if !ok {
 				if err := streamEndError(sub.Err()); err != nil {
@@ -94,17 +103,29 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 				}
 				return
 			}
-			u := model.UpdateOf(updateKinds[ev.Kind], ev.Channel, ev.Post)
-			select {
-			case out <- u:
-			case <-ctx.Done():
-				return
-			case <-r.streams.closing:
+			if !send(ev) {
 				return
 			}
 		}
 	}()
 	return out, nil
+}
+
+// drain sends, on shutdown, the events the subscription holds already,
+// notes that it has (drainedStream), and waits for the transport to end
+// the stream: the channel must stay open, or the transport would
+// complete a stream that clients should resume once the server is back.
+func drain(ctx context.Context, sub *live.Subscription, send func(live.Event) bool) {
+	for more := true; more; {
+		select {
+		case ev, ok := <-sub.Events():
+			more = ok && send(ev)
+		default:
+			more = false
+		}
+	}
+	drainedStream(ctx)
+	<-ctx.Done()
 }
 
 // checkChannels refuses a subscription to channels that do not exist or

@@ -265,26 +265,39 @@ func aliasList(n int) string {
 }
 
 // TestSubscriptionsPerConnection: a connection holds at most its share of
-// subscriptions; the next one is refused with a reason, and completing
-// one makes room again.
+// subscriptions; the next one, in the order the client sent them, is
+// refused with a graphql-transport-ws error message saying why, and
+// completing one makes room again.
 func TestSubscriptionsPerConnection(t *testing.T) {
 	e, _ := newLiveEnv(t, envOptions{subsPerConn: 2})
 	c := e.connect(t)
 	vars := map[string]any{"channels": []string{"tmefeed_news"}}
+	for round := range 5 {
+		// Sent together, they start at once: the third is the one too many,
+		// every time.
+		ids := []string{fmt.Sprint(round, "a"), fmt.Sprint(round, "b"), fmt.Sprint(round, "c")}
+		for _, id := range ids {
+			c.subscribe(id, updatesQuery, vars)
+		}
+		m := c.next()
+		for m.Type == "complete" { // the previous round's, completed by the client
+			m = c.next()
+		}
+		var errs []gqlError
+		if m.Type == "error" {
+			_ = json.Unmarshal(m.Payload, &errs)
+		}
+		if m.Type != "error" || m.ID != ids[2] || len(errs) != 1 || errs[0].code() != "RATE_LIMITED" || !strings.Contains(errs[0].Message, "2 subscriptions") {
+			t.Fatalf("round %d: one subscription too many: %+v", round, m)
+		}
+		e.waitOpen(t, 2)
+		c.send(wsMsg{Type: "complete", ID: ids[0]})
+		c.send(wsMsg{Type: "complete", ID: ids[1]})
+		e.waitOpen(t, 0)
+	}
 	c.subscribe("1", updatesQuery, vars)
 	c.subscribe("2", updatesQuery, vars)
-	c.subscribe("3", updatesQuery, vars)
-	// The three start at once: any one of them is the one too many.
-	m := c.next()
-	refused := m.ID
-	errs := append(m.result(t).Errors, c.errorsOf(refused)...)
-	if m.Type != "next" || len(errs) != 1 || errs[0].code() != "RATE_LIMITED" || !strings.Contains(errs[0].Message, "2 subscriptions") {
-		t.Fatalf("one subscription too many: %+v %+v", m, errs)
-	}
 	open := "1"
-	if refused == "1" {
-		open = "2"
-	}
 	// Another connection has its own share.
 	other := e.connect(t)
 	other.subscribe("1", updatesQuery, vars)
@@ -464,11 +477,14 @@ func (e *env) waitOpen(t testing.TB, n int64) {
 	}
 }
 
-// TestShutdownEndsSubscriptions: shutting down ends every open stream
-// with SHUTTING_DOWN and completes it, closes WebSocket connections with
-// 1001 Going Away, and returns without waiting for clients.
+// TestShutdownEndsSubscriptions: shutting down first writes the events
+// subscriptions hold, then closes WebSocket connections with 1012 Service
+// Restart and cuts event streams, neither with complete (clients take
+// complete as the end and would not subscribe again), and returns without
+// waiting for clients; new subscriptions are refused meanwhile.
 func TestShutdownEndsSubscriptions(t *testing.T) {
-	e, _ := newLiveEnv(t, envOptions{})
+	e, hub := newLiveEnv(t, envOptions{refresh: liveRefresh})
+	e.query(t, `{ channel(username: "tmefeed_news") { title } }`, nil)
 	vars := map[string]any{"channels": []string{"tmefeed_news"}}
 	c := e.connect(t)
 	c.subscribe("a", updatesQuery, vars)
@@ -479,34 +495,48 @@ func TestShutdownEndsSubscriptions(t *testing.T) {
 	}
 	idle := e.connect(t) // no subscription
 	e.waitOpen(t, 3)
+	waitSubscribers(t, hub, 3)
+
+	// An event handed to the subscriptions, not yet read by the clients,
+	// is in flight as the server shuts down.
+	before := hub.Stats().Delivered
+	n := e.origin.PublishPost("tmefeed_news", "published as the server stops")
+	for hub.Stats().Delivered < before+3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	want := fmt.Sprintf(`NEW tmefeed_news/%d "published as the server stops"`, n)
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	if err := e.gql.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	for range 2 {
-		m := c.next()
-		errs := append(m.result(t).Errors, c.errorsOf(m.ID)...)
-		if m.Type != "next" || len(errs) != 1 || errs[0].code() != graph.CodeShuttingDown {
-			t.Errorf("subscription %s: %+v %+v", m.ID, m, errs)
+	got := map[string]string{}
+	for {
+		m, err := c.read()
+		if err != nil {
+			if websocket.CloseStatus(err) != 1012 {
+				t.Errorf("after shutdown: %v, want close 1012", err)
+			}
+			break
 		}
-	}
-	for _, cl := range []*wsClient{c, idle} {
-		_, err := cl.read()
-		if websocket.CloseStatus(err) != websocket.StatusGoingAway {
-			t.Errorf("after shutdown: %v, want close 1001", err)
+		if m.Type != "next" {
+			t.Errorf("before the close: %+v, want only the events in flight", m)
+			continue
 		}
+		got[m.ID] = decodeUpdate(t, m.Payload).String()
 	}
-	name, data := s.event()
-	if name != "next" || !strings.Contains(string(data), graph.CodeShuttingDown) {
-		t.Errorf("event stream: %s %s", name, data)
+	if got["a"] != want || got["b"] != want {
+		t.Errorf("events in flight: %q, want %q for both", got, want)
 	}
-	if name, _ := s.event(); name != "complete" {
-		t.Errorf("event stream: %q, want complete", name)
+	if _, err := idle.read(); websocket.CloseStatus(err) != 1012 {
+		t.Errorf("an idle connection after shutdown: %v, want close 1012", err)
 	}
-	if name, _ := s.event(); name != "" {
-		t.Errorf("event stream goes on after complete: %q", name)
+	if ev := s.updates(1); ev[0] != want {
+		t.Errorf("event stream: %q, want %q", ev, want)
+	}
+	if name, data := s.event(); name != "" {
+		t.Errorf("event stream after shutdown: %q %s, want its end without complete", name, data)
 	}
 	// New subscriptions are refused.
 	s = e.postSSE(t, request{Query: updatesQuery, Variables: vars})
@@ -567,4 +597,35 @@ func TestOtherUpgradeOffersIgnored(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || len(r.Errors) != 0 || !strings.Contains(string(r.Data), `"Query"`) {
 		t.Errorf("GET with Upgrade: h2c: %d %+v %s %v", resp.StatusCode, r.Errors, r.Data, err)
 	}
+}
+
+// TestServerLimitRefusesWithAnError: a subscription beyond the process's
+// SUBSCRIPTIONS_MAX is refused with an error message for its id (not a
+// next payload and complete, which clients take for the stream's end),
+// and the connection goes on.
+func TestServerLimitRefusesWithAnError(t *testing.T) {
+	e, _ := newLiveEnv(t, envOptions{subsPerConn: 5, maxSubs: 2})
+	vars := map[string]any{"channels": []string{"tmefeed_news"}}
+	a := e.connect(t)
+	a.subscribe("1", updatesQuery, vars)
+	a.subscribe("2", updatesQuery, vars)
+	e.waitOpen(t, 2)
+	b := e.connect(t)
+	b.subscribe("3", updatesQuery, vars)
+	m := b.next()
+	var errs []gqlError
+	if m.Type == "error" {
+		_ = json.Unmarshal(m.Payload, &errs)
+	}
+	if m.Type != "error" || m.ID != "3" || len(errs) != 1 || errs[0].code() != "RATE_LIMITED" || !strings.Contains(errs[0].Message, "the server has 2 subscriptions open") {
+		t.Fatalf("over the server's limit: %+v", m)
+	}
+	b.send(wsMsg{Type: "ping"})
+	if m := b.next(); m.Type != "pong" {
+		t.Fatalf("after the refusal: %+v", m)
+	}
+	a.send(wsMsg{Type: "complete", ID: "1"})
+	e.waitOpen(t, 1)
+	b.subscribe("3", updatesQuery, vars)
+	e.waitOpen(t, 2)
 }

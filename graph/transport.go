@@ -399,7 +399,7 @@ var errNoTurn = errors.New("graph: no turn to decode the request")
 // flood of them keeps to its share of the CPUs.
 func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.Request, params *graphql.RawParams) ([]byte, int, error) {
 	if t.get {
-		status, err := t.readURL(ctx, r, params)
+		status, err := readURL(ctx, r, t.maxBody, params)
 		return nil, status, err
 	}
 	body, status, err := readBody(w, r, t.maxBody)
@@ -410,10 +410,11 @@ func (t httpTransport) read(ctx context.Context, w http.ResponseWriter, r *http.
 	return body, status, err
 }
 
-// readURL fills params from a GET's query string, as read does.
-func (t httpTransport) readURL(ctx context.Context, r *http.Request, params *graphql.RawParams) (int, error) {
-	if int64(len(r.URL.RawQuery)) > t.maxBody {
-		return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", t.maxBody)
+// readURL reads a GET request's parameters from its URL, of at most
+// maxBody bytes, returning the HTTP status to answer with when it cannot.
+func readURL(ctx context.Context, r *http.Request, maxBody int64, params *graphql.RawParams) (int, error) {
+	if int64(len(r.URL.RawQuery)) > maxBody {
+		return http.StatusRequestURITooLong, fmt.Errorf("request URL longer than %d bytes", maxBody)
 	}
 	if len(r.URL.RawQuery) > bigDocument && !takeTurn(ctx) {
 		return 0, errNoTurn

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -267,8 +268,11 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 			return 0, nil, err
 		}
 		c.noteInit(data)
-		if !c.trackIn(data) {
+		switch c.trackIn(data) {
+		case inClose:
 			return 0, nil, transport.ErrWebsocketClosed
+		case inAnswered:
+			continue // gqlgen never sees it
 		}
 		if c.allow != nil && c.refused(data) {
 			continue // answered here; gqlgen never sees it
@@ -370,24 +374,38 @@ type opMessage struct {
 	ID   string `json:"id"`
 }
 
+// What trackIn makes of a message.
+const (
+	inPass     = iota // gqlgen reads it
+	inAnswered        // answered: gqlgen must not see it
+	inClose           // the connection is closing
+)
+
 // trackIn notes the operation ids a graphql-transport-ws client starts
 // and completes. A subscribe with an id still in use closes the connection
 // with 4409, as the protocol says: gqlgen would run both, sending the
 // events of each under one id, and lose the first one's cancel, so that
-// no complete could end it. false means the connection is closing.
-func (c *wsConn) trackIn(data []byte) bool {
+// no complete could end it. A subscribe beyond the connection's
+// SUBSCRIPTIONS_PER_CONNECTION is answered with an error message for its
+// id.
+func (c *wsConn) trackIn(data []byte) int {
 	if c.conn.Subprotocol() != protoTransportWS {
-		return true
+		return inPass
 	}
 	var m opMessage
 	if json.Unmarshal(data, &m) != nil || m.ID == "" {
-		return true // gqlgen answers what it cannot read
+		return inPass // gqlgen answers what it cannot read
 	}
-	used := false
+	used, over := false, false
 	c.mu.Lock()
 	switch m.Type {
 	case "subscribe":
-		if _, used = c.ops[m.ID]; !used {
+		_, used = c.ops[m.ID]
+		// Counted here, in the order the client sent them: gqlgen starts
+		// each subscription on a goroutine of its own, so the one its
+		// admission found over the limit was any of those sent together.
+		over = !used && c.streams != nil && len(c.ops) >= c.streams.perConn
+		if !used && !over {
 			if c.ops == nil {
 				c.ops = map[string]struct{}{}
 			}
@@ -399,9 +417,13 @@ func (c *wsConn) trackIn(data []byte) bool {
 	c.mu.Unlock()
 	if used {
 		_ = c.WriteClose(closeSubscriberExists, "Subscriber for "+clip(m.ID)+" already exists")
-		return false
+		return inClose
 	}
-	return true
+	if over {
+		_ = c.WriteJSON(wsError{ID: m.ID, Payload: gqlerror.List{c.streams.perConnError()}, Type: "error"})
+		return inAnswered
+	}
+	return inPass
 }
 
 // trackOut forgets an operation the server ended (complete or error), so
@@ -423,6 +445,14 @@ func (c *wsConn) WriteJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
+	}
+	c.mu.Lock()
+	closing := c.closing != nil
+	c.mu.Unlock()
+	if closing {
+		// Nothing follows the close frame: in particular no complete
+		// for the subscriptions a restart ends.
+		return net.ErrClosed
 	}
 	c.trackOut(b)
 	ctx, cancel := context.WithTimeout(context.Background(), c.writeTimeout)

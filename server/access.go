@@ -148,7 +148,7 @@ func (h *handler) authenticate(a *Access) func(http.Handler) http.Handler {
 			}
 			if src == keyNone {
 				switch {
-				case h.isGraphQL(r) && r.Method == http.MethodGet && h.isStream(r):
+				case h.isGraphQL(r) && r.Method == http.MethodGet && h.isStream(r) && isUpgrade(r):
 					// A browser cannot send headers with a WebSocket
 					// upgrade: the key may come in connection_init, where
 					// InitWebSocket checks it (4403 when it is missing
@@ -253,6 +253,18 @@ func (h *handler) outOfScope(r *http.Request, g access.Grant) string {
 		}
 	}
 	return ""
+}
+
+// isUpgrade reports whether r offers a WebSocket upgrade: of the streams
+// (an event stream is a GET too), only a WebSocket may bring its key
+// after the request, in connection_init.
+func isUpgrade(r *http.Request) bool {
+	for _, v := range r.Header.Values("Upgrade") {
+		if strings.EqualFold(strings.TrimSpace(v), "websocket") {
+			return true
+		}
+	}
+	return false
 }
 
 // isStream reports whether the GraphQL handler keeps r open as a stream

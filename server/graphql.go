@@ -23,6 +23,13 @@ func (h *handler) isGraphQL(r *http.Request) bool {
 	return h.graphQL && r.URL.Path == graphQLPath
 }
 
+// singleConnectionMessage answers a PUT at /graphql when subscriptions
+// are served: graphql-sse's single connection mode begins with one. It
+// keeps a stream and its operations in one process's memory, which a
+// deploy or another replica would lose; the handler's own answer to a PUT
+// (graph.SingleConnectionMessage) says the same.
+const singleConnectionMessage = "PUT is not served at /graphql: graphql-sse's single connection mode (a stream reserved with PUT, operations POSTed with its token) is not served; use its distinct connections mode (the client's default, singleConnection: false): one GET or POST with Accept: text/event-stream per subscription, or WebSocket (graphql-transport-ws)"
+
 // failGraphQL answers a request to /graphql with a GraphQL error: no data
 // entry, the message and a code in extensions.
 func (h *handler) failGraphQL(w http.ResponseWriter, r *http.Request, status int, code, message string) {

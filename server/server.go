@@ -246,7 +246,11 @@ func New(cfg Config) http.Handler {
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		if h.isGraphQL(r) {
-			h.failGraphQL(w, r, http.StatusMethodNotAllowed, gqlCodeMethodNotAllowed, clip(r.Method)+" is not served at /graphql; send queries with GET or POST")
+			msg := clip(r.Method) + " is not served at /graphql; send queries with GET or POST"
+			if r.Method == http.MethodPut && h.streams != nil {
+				msg = singleConnectionMessage
+			}
+			h.failGraphQL(w, r, http.StatusMethodNotAllowed, gqlCodeMethodNotAllowed, msg)
 			return
 		}
 		h.fail(w, r, apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Message: clip(r.Method) + " is not allowed here; allowed: " + strings.Join(allow, ", ")})

@@ -20,6 +20,10 @@ import (
 const (
 	TypePost    = "Post"
 	TypeChannel = "Channel"
+
+	// Types whose ids are keys for normalized caches only.
+	typeText     = "Text"
+	typeFeedItem = "FeedItem"
 )
 
 // ErrInvalid: the string is not an id this API issues.
@@ -43,6 +47,17 @@ func Post(channel string, messageID int) string {
 // with none; node() finds no post by it.
 func UnnamedPost(channel, key string) string {
 	return encode(TypePost + ":" + strings.ToLower(channel) + "/~" + key)
+}
+
+// Text is the id of the text of the post with id post. Texts are no
+// Nodes: Parse does not take their ids.
+func Text(post string) string { return encode(typeText + ":" + post) }
+
+// FeedItem is the id of the item of post (its id) in the feed identified
+// by feed (feed.Page.Feed). Items are no Nodes: Parse does not take
+// their ids.
+func FeedItem(feed uint64, post string) string {
+	return encode(typeFeedItem + ":" + strconv.FormatUint(feed, 36) + "/" + post)
 }
 
 // Channel is the id of the channel with this username.

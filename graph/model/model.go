@@ -6,6 +6,7 @@ package model
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
@@ -109,7 +110,7 @@ func (p *Post) Text() *Text {
 	if p.Content.Text == nil {
 		return nil
 	}
-	return &Text{t: p.Content.Text, channel: p.Channel}
+	return &Text{t: p.Content.Text, channel: p.Channel, post: p}
 }
 
 // Media lists the attachments, each of them: one of a kind the schema has
@@ -188,7 +189,12 @@ func (p *Post) IsService() bool { return p.Service != nil }
 type Text struct {
 	t       *parser.Text
 	channel string // the page's channel: its relative links point there
+	post    *Post
 }
+
+// ID is the text's key for normalized caches, made of its post's id: a
+// text belongs to one post.
+func (t *Text) ID() string { return ids.Text(t.post.GlobalID()) }
 
 func (t *Text) Plain() string { return t.t.String }
 
@@ -441,7 +447,7 @@ type PreviewResult struct {
 
 // PreviewError says why a name has no preview.
 type PreviewError struct {
-	Code    string
+	Code    ChannelErrorCode
 	Message string
 }
 
@@ -460,10 +466,18 @@ type FeedEdge struct {
 }
 
 // FeedItem is a post of a feed with its channel and score.
-type FeedItem struct{ it *feed.Item }
+type FeedItem struct {
+	it   *feed.Item
+	feed uint64 // feed.Page.Feed
+}
 
-// ItemOf returns it as a FeedItem.
-func ItemOf(it *feed.Item) *FeedItem { return &FeedItem{it: it} }
+// ItemOf returns it, an item of the feed identified by feedID
+// (feed.Page.Feed), as a FeedItem.
+func ItemOf(it *feed.Item, feedID uint64) *FeedItem { return &FeedItem{it: it, feed: feedID} }
+
+// ID is the item's key for normalized caches: its feed and its post, so
+// that the score one feed gives a post never stands in another feed.
+func (f *FeedItem) ID() string { return ids.FeedItem(f.feed, PostOf(f.it.Post).GlobalID()) }
 
 func (f *FeedItem) Post() *Post       { return PostOf(f.it.Post) }
 func (f *FeedItem) Channel() *Channel { return ChannelOf(f.it.Channel, nil) }
@@ -472,7 +486,7 @@ func (f *FeedItem) Score() float64    { return f.it.Score }
 // FailedChannel is a channel of a feed that could not be read.
 type FailedChannel struct {
 	Username string
-	Code     string
+	Code     ChannelErrorCode
 	Reason   string
 }
 
@@ -510,4 +524,19 @@ func count(text string, n int64) *int64 {
 		return nil
 	}
 	return &n
+}
+
+// ServiceMessage is a post's service message.
+type ServiceMessage parser.Service
+
+// ServiceMessage is the post's service message, nil for other posts.
+func (p *Post) ServiceMessage() *ServiceMessage { return (*ServiceMessage)(p.Service) }
+
+// Kind is the parser's type as the schema's enum: one the schema has no
+// name for is OTHER.
+func (s *ServiceMessage) Kind() ServiceMessageKind {
+	if k := ServiceMessageKind(strings.ToUpper(s.Type)); k.IsValid() {
+		return k
+	}
+	return ServiceMessageKindOther
 }

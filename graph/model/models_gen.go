@@ -52,6 +52,73 @@ type Query struct {
 type Subscription struct {
 }
 
+// Why a channel or name could not be read: the `extensions.code` a field error would carry.
+type ChannelErrorCode string
+
+const (
+	// No public channel with that name, or it is a user, group or bot.
+	ChannelErrorCodeNotFound ChannelErrorCode = "NOT_FOUND"
+	// The name is not a valid username.
+	ChannelErrorCodeBadUserInput ChannelErrorCode = "BAD_USER_INPUT"
+	// Telegram failed or timed out and no cached copy is held.
+	ChannelErrorCodeUpstreamUnavailable ChannelErrorCode = "UPSTREAM_UNAVAILABLE"
+	// Telegram asked us to back off, or the origin budget is spent.
+	ChannelErrorCodeRateLimited ChannelErrorCode = "RATE_LIMITED"
+	// A bug; the details are in the server's log.
+	ChannelErrorCodeInternalServerError ChannelErrorCode = "INTERNAL_SERVER_ERROR"
+)
+
+var AllChannelErrorCode = []ChannelErrorCode{
+	ChannelErrorCodeNotFound,
+	ChannelErrorCodeBadUserInput,
+	ChannelErrorCodeUpstreamUnavailable,
+	ChannelErrorCodeRateLimited,
+	ChannelErrorCodeInternalServerError,
+}
+
+func (e ChannelErrorCode) IsValid() bool {
+	switch e {
+	case ChannelErrorCodeNotFound, ChannelErrorCodeBadUserInput, ChannelErrorCodeUpstreamUnavailable, ChannelErrorCodeRateLimited, ChannelErrorCodeInternalServerError:
+		return true
+	}
+	return false
+}
+
+func (e ChannelErrorCode) String() string {
+	return string(e)
+}
+
+func (e *ChannelErrorCode) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ChannelErrorCode(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ChannelErrorCode", str)
+	}
+	return nil
+}
+
+func (e ChannelErrorCode) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ChannelErrorCode) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ChannelErrorCode) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type EntityKind string
 
 const (
@@ -385,6 +452,73 @@ func (e *ReactionKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e ReactionKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// What a service message tells.
+type ServiceMessageKind string
+
+const (
+	ServiceMessageKindChannelCreated ServiceMessageKind = "CHANNEL_CREATED"
+	ServiceMessageKindTitleChanged   ServiceMessageKind = "TITLE_CHANGED"
+	ServiceMessageKindPhotoChanged   ServiceMessageKind = "PHOTO_CHANGED"
+	ServiceMessageKindPhotoRemoved   ServiceMessageKind = "PHOTO_REMOVED"
+	ServiceMessageKindVideoChanged   ServiceMessageKind = "VIDEO_CHANGED"
+	ServiceMessageKindPinned         ServiceMessageKind = "PINNED"
+	// Anything else Telegram writes as a service message; `text` says what.
+	ServiceMessageKindOther ServiceMessageKind = "OTHER"
+)
+
+var AllServiceMessageKind = []ServiceMessageKind{
+	ServiceMessageKindChannelCreated,
+	ServiceMessageKindTitleChanged,
+	ServiceMessageKindPhotoChanged,
+	ServiceMessageKindPhotoRemoved,
+	ServiceMessageKindVideoChanged,
+	ServiceMessageKindPinned,
+	ServiceMessageKindOther,
+}
+
+func (e ServiceMessageKind) IsValid() bool {
+	switch e {
+	case ServiceMessageKindChannelCreated, ServiceMessageKindTitleChanged, ServiceMessageKindPhotoChanged, ServiceMessageKindPhotoRemoved, ServiceMessageKindVideoChanged, ServiceMessageKindPinned, ServiceMessageKindOther:
+		return true
+	}
+	return false
+}
+
+func (e ServiceMessageKind) String() string {
+	return string(e)
+}
+
+func (e *ServiceMessageKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ServiceMessageKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ServiceMessageKind", str)
+	}
+	return nil
+}
+
+func (e ServiceMessageKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ServiceMessageKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ServiceMessageKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil
