@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -169,6 +170,65 @@ type statusError struct{ code int }
 
 func (e *statusError) Error() string { return "status " + http.StatusText(e.code) }
 
+// bareServerEnv starts this test binary as a bare net/http server (see
+// TestMain) answering every request with the bytes of the file it names:
+// the control beside the service under a flood, for a warm reader of each
+// at once, since on one machine the flood's own clients take CPU from any
+// server. It prints "ADDR host:port" and ends when its stdin closes.
+const bareServerEnv = "TMEFEED_BARE_SERVER_FILE"
+
+func bareServerChild(file string) error {
+	body, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Printf("ADDR %s\n", ln.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return srv.Close()
+}
+
+// startBareServer serves body from a bare server process; it ends with
+// the test.
+func startBareServer(t *testing.T, body []byte) (base string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "body")
+	if err := os.WriteFile(file, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), bareServerEnv+"="+file)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	if err != nil || !ok {
+		t.Fatalf("bare server did not start: %q, %v", line, err)
+	}
+	return "http://" + addr
+}
+
 // quietBaseline is the warm reader's figures over a second with no
 // flood, read in the same run, so that the flood's are given as a ratio
 // as well (these machines are shared and noisy).
@@ -212,15 +272,21 @@ func TestMemoryHeaderFlood(t *testing.T) {
 	}
 	p := startMemoryChild(t, fixtures.OriginOptions{})
 	const path = "/v1/body/tmefeed_news"
-	if resp, err := p.client.Get(p.base + path); err != nil || resp.StatusCode != http.StatusOK {
+	resp, err := p.client.Get(p.base + path)
+	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("warm-up: %v %v", resp, err)
-	} else {
-		resp.Body.Close()
 	}
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := startBareServer(t, page)
 	before := p.report(t)
 
 	quiet := quietBaseline(t, p.base, path)
 	stopReader := readWarm(t, p.base, path)
+	stopControl := readWarm(t, bare, path)
 	line := []byte("X-Pad: " + strings.Repeat("a", 1000) + "\r\n")
 	chunk := []byte(strings.Repeat(string(line), 16))
 	var sent, refused, served atomic.Int64
@@ -271,6 +337,7 @@ func TestMemoryHeaderFlood(t *testing.T) {
 	took := time.Since(start)
 	time.Sleep(time.Second) // a second of the held connections beside the reader
 	reader := stopReader()
+	control := stopControl()
 	during := p.report(t)
 	close(release)
 	wg.Wait()
@@ -280,6 +347,7 @@ func TestMemoryHeaderFlood(t *testing.T) {
 	t.Logf("FIGURE: memory | peak RSS, %d connections x 1 MiB of unfinished headers, defaults | %d MiB", floodConns, during.VmHWM>>20)
 	t.Logf("FIGURE: memory | warm cached read p99 during %d connections x 1 MiB of unfinished headers (ms; %d reads, %d failed) | %.1f", floodConns, len(reader.Lat), len(reader.Failed), float64(reader.quantile(0.99).Microseconds())/1000)
 	t.Logf("FIGURE: memory | warm cached read p99 during %d connections x 1 MiB of unfinished headers / p99 with no flood, same run (%d reads, quiet p99 %v) | %.1f", floodConns, len(quiet.Lat), quiet.quantile(0.99), float64(reader.quantile(0.99))/float64(max(quiet.quantile(0.99), time.Microsecond)))
+	t.Logf("FIGURE: memory | warm cached read p99 during %d connections x 1 MiB of unfinished headers / a bare net/http server's, read at once on the same machine (%d reads, bare p99 %v) | %.1f", floodConns, len(control.Lat), control.quantile(0.99), float64(reader.quantile(0.99))/float64(max(control.quantile(0.99), time.Microsecond)))
 	if during.VmHWM <= 0 || during.VmHWM > floodRSSBound {
 		t.Errorf("peak RSS %d MiB, bound %d MiB", during.VmHWM>>20, floodRSSBound>>20)
 	}

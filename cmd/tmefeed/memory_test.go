@@ -46,6 +46,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if file := os.Getenv(bareServerEnv); file != "" {
+		if err := bareServerChild(file); err != nil {
+			fmt.Fprintln(os.Stderr, "bare server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if target := os.Getenv(warmReaderEnv); target != "" {
 		if err := warmReaderChild(target); err != nil {
 			fmt.Fprintln(os.Stderr, "warm reader:", err)
