@@ -33,17 +33,16 @@ type memoryChildProc struct {
 	stderr *lockedBuffer
 }
 
-// startMemoryChild runs the child over a fixture origin with env added to
-// the test's environment; it ends with the test.
-func startMemoryChild(t *testing.T, opts fixtures.OriginOptions, env ...string) *memoryChildProc {
+// startServerChild runs this test binary again with env added to the
+// test's environment, as a server that prints "ADDR host:port" when it
+// listens and ends when its stdin closes (see TestMain); it ends with the
+// test. The child's stderr goes to stderr.
+func startServerChild(t *testing.T, stderr io.Writer, env ...string) (addr string) {
 	t.Helper()
-	originSrv := httptest.NewServer(fixtures.NewOrigin(opts))
-	t.Cleanup(originSrv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), memoryChildEnv+"="+originSrv.URL, "MEMORY_LIMIT_MB=", "GOMEMLIMIT=", "LOG_LEVEL=error"), env...)
-	stderr := &lockedBuffer{}
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -63,8 +62,19 @@ func startMemoryChild(t *testing.T, opts fixtures.OriginOptions, env ...string) 
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
 	if err != nil || !ok {
-		t.Fatalf("child did not start: %q, %v\n%s", line, err, stderr.String())
+		t.Fatalf("child did not start: %q, %v\n%v", line, err, stderr)
 	}
+	return addr
+}
+
+// startMemoryChild runs the child over a fixture origin with env added to
+// the test's environment; it ends with the test.
+func startMemoryChild(t *testing.T, opts fixtures.OriginOptions, env ...string) *memoryChildProc {
+	t.Helper()
+	originSrv := httptest.NewServer(fixtures.NewOrigin(opts))
+	t.Cleanup(originSrv.Close)
+	stderr := &lockedBuffer{}
+	addr := startServerChild(t, stderr, append([]string{memoryChildEnv + "=" + originSrv.URL, "MEMORY_LIMIT_MB=", "GOMEMLIMIT=", "LOG_LEVEL=error"}, env...)...)
 	return &memoryChildProc{base: "http://" + addr, stderr: stderr, client: &http.Client{Timeout: time.Minute}}
 }
 
@@ -204,29 +214,8 @@ func startBareServer(t *testing.T, body []byte) (base string) {
 	if err := os.WriteFile(file, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), bareServerEnv+"="+file)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = stdin.Close()
-		_ = cmd.Wait()
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
-	if err != nil || !ok {
-		t.Fatalf("bare server did not start: %q, %v", line, err)
-	}
-	return "http://" + addr
+	var stderr lockedBuffer
+	return "http://" + startServerChild(t, &stderr, bareServerEnv+"="+file)
 }
 
 // quietBaseline is the warm reader's figures over a second with no
