@@ -85,6 +85,9 @@ type Config struct {
 	// redirects, which outlive Telegram's CDN links, and the policy lets
 	// the page load images from it. Empty links Telegram's URLs.
 	PublicURL string
+	// ExampleChannels are the channels the snippet page suggests (its
+	// placeholder); empty: durov, telegram. The demo names its own.
+	ExampleChannels []string
 	// ImageOrigins are origins ("http://127.0.0.1:8081") the page may
 	// load images from besides Telegram's CDN (ImageHosts): the demo's
 	// fixture origin, which serves the pages' pictures itself.
@@ -113,6 +116,7 @@ type Handler struct {
 	sub      string
 	base     string // PublicURL without a trailing slash
 	img      imageHosts
+	examples string // ExampleChannels as the placeholder writes them
 	enc      *httpcache.Encoder
 	csp      string
 	assets   *assets
@@ -185,7 +189,11 @@ func New(cfg Config) (*Handler, error) {
 		img = append(img, origin)
 		imgSrc = append(imgSrc, origin)
 	}
-	h := &Handler{img: img, feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, mint: cfg.MintKey, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger, client: cfg.Client}
+	examples := "durov, telegram"
+	if len(cfg.ExampleChannels) > 0 {
+		examples = strings.Join(cfg.ExampleChannels, ", ")
+	}
+	h := &Handler{img: img, examples: examples, feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, mint: cfg.MintKey, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger, client: cfg.Client}
 	if h.poll <= 0 {
 		h.poll = DefaultPollInterval
 	}

@@ -1041,3 +1041,27 @@ func TestImagesFromAnOriginNamedInTheConfig(t *testing.T) {
 		}
 	}
 }
+
+// The snippet page suggests Config.ExampleChannels, or durov and telegram.
+func TestSnippetPageSuggestsTheExampleChannels(t *testing.T) {
+	for _, c := range []struct {
+		examples []string
+		want     string
+	}{{nil, "durov, telegram"}, {[]string{"tmefeed_news", "kanal_novostei"}, "tmefeed_news, kanal_novostei"}} {
+		h, err := widget.New(widget.Config{Feed: stubFeed{}, ExampleChannels: c.examples})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/embed/new", nil))
+		var got []string
+		for _, n := range all(parse(t, body(t, rec.Result())), tag("input")) {
+			if attr(n, "name") == "channels" {
+				got = append(got, attr(n, "placeholder"))
+			}
+		}
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("examples %v: placeholder %q, want %q", c.examples, got, c.want)
+		}
+	}
+}

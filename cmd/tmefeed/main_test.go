@@ -16,9 +16,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmefeed/tmefeed/fixtures"
 )
 
 // The README's run command: serve --demo answers /v1/body with real posts,
@@ -86,6 +89,23 @@ func TestServeDemo(t *testing.T) {
 	}
 	for _, m := range srcs {
 		pics = append(pics, html.UnescapeString(m[1]))
+	}
+	// The snippet page suggests channels the demo has.
+	resp, err = client.Get(base + "/embed/new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`id="f-channels"[^>]* placeholder="([^"]*)"`).FindSubmatch(snippet)
+	if m == nil {
+		t.Fatal("the snippet page has no channels placeholder")
+	}
+	demoChannels := fixtures.NewOrigin(fixtures.OriginOptions{}).Channels()
+	for _, ch := range strings.Split(string(m[1]), ", ") {
+		if !slices.Contains(demoChannels, ch) {
+			t.Errorf("the snippet page suggests %q, which the demo does not have (%v)", ch, demoChannels)
+		}
 	}
 	for _, u := range pics {
 		if !strings.HasPrefix(u, "http://127.0.0.1:") {

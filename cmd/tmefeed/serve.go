@@ -258,6 +258,16 @@ func startDemoOrigin(log *slog.Logger) (*demoOrigin, error) {
 	return d, nil
 }
 
+// exampleChannels are the channels the widget's snippet page suggests:
+// in demo mode two of the demo's own, the ones the README's examples
+// name; else the widget's default.
+func exampleChannels(demo bool) []string {
+	if demo {
+		return []string{"tmefeed_news", "kanal_novostei"}
+	}
+	return nil
+}
+
 // previewNames lists the names with a recorded preview page.
 func previewNames(pagesFS fs.FS) []string {
 	files, _ := fs.Glob(pagesFS, "preview/*.html")
@@ -439,8 +449,10 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Subscribe:      subscribe,
 		PublicURL:      cfg.PublicURL,
 		ImageOrigins:   cfg.mediaOrigins(),
-		Encoder:        enc,
-		Logger:         log,
+		// The demo suggests channels it has.
+		ExampleChannels: exampleChannels(cfg.Demo),
+		Encoder:         enc,
+		Logger:          log,
 	})
 	if err != nil {
 		st.Close()
