@@ -335,7 +335,7 @@ func run(ctx context.Context, out, log io.Writer, keep bool) (int, error) {
 		notModified++
 	}
 
-	fmt.Fprintf(out, "feeds: %d (3 formats × 1 feed of %d channels + %d channels)\n", len(subs), len(all), len(recorded))
+	fmt.Fprintf(out, "feeds: %d (RSS, Atom and JSON Feed of 1 feed of %d channels, %d of them synthetic copies, and of each of the %d recorded channels)\n", len(subs), len(all), len(all)-len(recorded), len(recorded))
 	fmt.Fprintf(out, "entries compared with the JSON API: %d (link, title, date; %d undated posts dated by the reader), pictures in content: %d, enclosures (URL and type): %d\n",
 		total.entries, total.undated, total.images, total.enclosures)
 	fmt.Fprintf(out, "RSS titles Miniflux decodes twice: %d\n", decoded)
