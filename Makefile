@@ -4,7 +4,7 @@ FUZZTIME ?= 1m
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard e2e playground reliability capacity clients
+.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard e2e playground reliability capacity clients readers
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -33,6 +33,9 @@ e2e: build ## GraphiQL in headless Chromium (Debian's chromium) against the demo
 
 clients: build ## stock graphql-ws and graphql-sse clients (npm, pinned by clients/package-lock.json) through a SIGTERM and restart of the demo server
 	cd clients && npm ci --no-audit --no-fund && TMEFEED=$(CURDIR)/bin/tmefeed node restart.mjs
+
+readers: ## Miniflux (miniflux.app/v2@v2.3.5, built once into the user cache) over a PostgreSQL of its own reads the RSS, Atom and JSON Feed documents of the recorded channels; entries must match the JSON API
+	$(GO) run ./tools/readers
 
 playground: ## refresh web/dist from npm's graphiql, pinned by web/package-lock.json
 	cd web && npm ci --no-audit --no-fund && npm run build

@@ -6,6 +6,10 @@
 // makes: the test servers' go through, images on the Telegram CDN hosts the
 // widget's policy allows are answered inside the browser (a stub picture),
 // and any other request fails the test, so nothing leaves the machine.
+// The offline test (offline_test.go) runs the demo server in a Chromium
+// whose resolver maps every name to nothing and whose requests off
+// loopback fail: the widget's pictures and those a playground feed query
+// names must all load from the demo's own origin.
 // Screenshots are saved as artifacts. The tests carry the e2e build tag;
 // run them with `make e2e` (needs Debian's chromium package). A missing
 // browser fails the tests; it never skips them.

@@ -125,6 +125,23 @@ func Render(f Format, items []feed.Item, o Options) ([]byte, error) {
 	return nil, fmt.Errorf("feedformat: unknown format %d", uint8(f))
 }
 
+// Titles are the titles the documents give items, in order: what a
+// reader lists them by. Tools checking a reader against the JSON API use
+// it, since a title is the documents' own reading of a post.
+func Titles(items []feed.Item) []string {
+	var o Options
+	entries := make([]entry, len(items))
+	for i, it := range items {
+		entries[i] = newEntry(it, &o)
+	}
+	distinctTitles(entries)
+	out := make([]string, len(entries))
+	for i, e := range entries {
+		out[i] = e.title
+	}
+	return out
+}
+
 // Updated is when the feed last changed as its readers see it: the date of
 // its newest post (zero for an empty feed). It is the documents' updated
 // date and a fitting Last-Modified.

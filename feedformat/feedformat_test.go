@@ -157,3 +157,25 @@ func TestUnnamedAndUndatedPosts(t *testing.T) {
 		}
 	}
 }
+
+// Titles are the titles the documents give, shared ones numbered.
+func TestExportedTitlesAreTheDocuments(t *testing.T) {
+	items := []feed.Item{
+		item(parser.Post{ID: 5, Content: parser.PostContent{Text: &parser.Text{String: "Live at 19:00."}}}),
+		item(parser.Post{ID: 6, Content: parser.PostContent{Text: &parser.Text{String: "Live at 19:00."}}}),
+		item(parser.Post{ID: 7, Content: parser.PostContent{Media: []parser.Media{{Type: parser.MediaImage}}}}),
+	}
+	got := strings.Join(Titles(items), "|")
+	if want := "Live at 19:00. (#5)|Live at 19:00. (#6)|Photo"; got != want {
+		t.Fatalf("Titles %q, want %q", got, want)
+	}
+	b, err := Render(RSS, items, Options{Channels: []string{"somechannel"}, SelfURL: "http://x/v1/rss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, title := range Titles(items) {
+		if !bytes.Contains(b, []byte("<title>"+title+"</title>")) {
+			t.Errorf("the RSS document has no item titled %q", title)
+		}
+	}
+}

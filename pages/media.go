@@ -18,7 +18,8 @@ import (
 var ErrMediaNotFound = errors.New("media not found")
 
 // ErrUnsafeMediaURL: the page names, for the attachment, a URL that is not
-// an https URL on Telegram's hosts (safeurl.Media), such as
+// an https URL on Telegram's hosts (safeurl.Media) nor on
+// Config.MediaOrigins, such as
 // javascript:alert(1). Nothing may be sent there: it is Telegram's page
 // that is wrong, so faces answer it as a bad upstream answer (502).
 var ErrUnsafeMediaURL = errors.New("the page names a media URL that is not an https URL on Telegram's hosts")
@@ -83,7 +84,7 @@ func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, t
 		return MediaLink{}, fmt.Errorf("%w: attachment %d of post %s/%d (%s) has no %s on the web", ErrMediaNotFound, index, channel, id, m.Type, what)
 	}
 	// Protocol-relative URLs, as some t.me markup writes them, become https.
-	url, ok := safeurl.Media(url)
+	url, ok := safeurl.MediaOn(url, s.mediaOrigins)
 	if !ok {
 		return MediaLink{}, fmt.Errorf("attachment %d of post %s/%d: %w", index, channel, id, ErrUnsafeMediaURL)
 	}

@@ -84,6 +84,10 @@ type Config struct {
 	HistoryMaxPages int
 	// WalkTimeout bounds one walk; zero means DefaultWalkTimeout.
 	WalkTimeout time.Duration
+	// MediaOrigins are origins ("http://127.0.0.1:8081") MediaURL may
+	// also link to besides Telegram's hosts: the demo's fixture origin,
+	// which serves the pages' pictures itself.
+	MediaOrigins []string
 }
 
 // Service is the page service. It is safe for concurrent use.
@@ -102,6 +106,7 @@ type Service struct {
 	walks        flight.Group[walked] // history walks running, one per window
 	walksRun     atomic.Int64
 	historyPages int
+	mediaOrigins []string
 	walkTimeout  time.Duration
 	watcher      atomic.Pointer[Watcher] // nil until Watch
 }
@@ -327,6 +332,7 @@ func New(cfg Config) *Service {
 		now:     cfg.Now,
 		enc:     cfg.Encoder,
 
+		mediaOrigins: cfg.MediaOrigins,
 		historyPages: cmp.Or(max(cfg.HistoryMaxPages, 0), DefaultHistoryMaxPages),
 		walkTimeout:  cmp.Or(max(cfg.WalkTimeout, 0), DefaultWalkTimeout),
 	}

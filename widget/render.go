@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"html/template"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,7 +32,6 @@ const avatarHues = 8
 var templateFS embed.FS
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"img":  imageURL,
 	"link": linkURL,
 }).ParseFS(templateFS, "templates/*.html"))
 
@@ -42,7 +42,8 @@ type postView struct {
 	Channel            string
 	ChannelTitle       string
 	ChannelURL, URL    string
-	Avatar, Initial    string
+	Avatar             template.URL // "" when the page may not load it (imageHosts.url)
+	Initial            string
 	Hue                int // of the initial's circle, from the username (tf-c0 … tf-c7)
 	Service            string
 	Text               template.HTML
@@ -70,12 +71,14 @@ type mediaView struct {
 }
 
 type replyView struct {
-	Name, Text, URL, Thumb string
+	Name, Text, URL string
+	Thumb           template.URL // as Avatar
 }
 
 type previewView struct {
-	Title, Site, URL, Thumb string
-	Description             template.HTML
+	Title, Site, URL string
+	Thumb            template.URL // as Avatar
+	Description      template.HTML
 }
 
 type failureView struct {
@@ -96,7 +99,9 @@ type postsData struct {
 // its /media redirects (package medialink), as the feed-reader documents
 // link them, so that a page left open keeps showing them after Telegram's
 // CDN links expire.
-func renderPosts(p *feed.Page, base string) ([]byte, error) {
+//
+// img says which images the page may load.
+func renderPosts(p *feed.Page, base string, img imageHosts) ([]byte, error) {
 	var d postsData
 	for _, f := range p.Failed {
 		d.Failed = append(d.Failed, failureView{Channel: f.Username, Message: fault.Classify(f.Err).Message})
@@ -104,7 +109,7 @@ func renderPosts(p *feed.Page, base string) ([]byte, error) {
 	d.Empty = len(p.Items) == 0
 	var buf, art bytes.Buffer
 	for _, it := range p.Items {
-		v := newPostView(it, base)
+		v := newPostView(it, base, img)
 		art.Reset()
 		if err := templates.ExecuteTemplate(&art, "post-body", v); err != nil {
 			return nil, err
@@ -127,7 +132,7 @@ func renderPosts(p *feed.Page, base string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-func newPostView(it feed.Item, base string) postView {
+func newPostView(it feed.Item, base string, img imageHosts) postView {
 	p := it.Post
 	ch := p.Channel
 	if it.Channel != nil && it.Channel.Username != "" {
@@ -152,7 +157,7 @@ func newPostView(it feed.Item, base string) postView {
 		if t := strings.TrimSpace(it.Channel.Title.String); t != "" {
 			v.ChannelTitle = t
 		}
-		v.Avatar = it.Channel.Avatar
+		v.Avatar = img.url(it.Channel.Avatar)
 	}
 	// The avatar's stand-in, under the picture while it loads and in its
 	// place when it cannot: the title's first letter (or symbol) on a
@@ -183,7 +188,7 @@ func newPostView(it feed.Item, base string) postView {
 		v.Service = p.Service.Text
 	}
 	for i, m := range p.Content.Media {
-		v.Media = append(v.Media, newMediaView(m, v.URL, base, ch, p.ID, i))
+		v.Media = append(v.Media, newMediaView(m, v.URL, base, ch, p.ID, i, img))
 	}
 	if t := p.Content.Text; t != nil && t.HTML != "" {
 		v.Text = template.HTML(sanitize.Post(t.HTML, ch))
@@ -192,13 +197,13 @@ func newPostView(it feed.Item, base string) postView {
 		v.Forwarded, v.ForwardedName = f, f.Name.String
 	}
 	if r := p.Content.Reply; r != nil {
-		v.Reply = &replyView{Name: r.Name.String, Text: r.Text.String, Thumb: r.Cover}
+		v.Reply = &replyView{Name: r.Name.String, Text: r.Text.String, Thumb: img.url(r.Cover)}
 		if r.ToMessage > 0 {
 			v.Reply.URL = "https://t.me/" + url.PathEscape(ch) + "/" + strconv.Itoa(r.ToMessage)
 		}
 	}
 	if l := p.Content.PreviewLink; l != nil {
-		v.Preview = &previewView{Title: l.Title, Site: l.SiteName, URL: l.URL, Thumb: l.Thumb}
+		v.Preview = &previewView{Title: l.Title, Site: l.SiteName, URL: l.URL, Thumb: img.url(l.Thumb)}
 		if l.Description != nil {
 			v.Preview.Description = template.HTML(sanitize.Post(l.Description.HTML, ch))
 		}
@@ -210,10 +215,10 @@ func newPostView(it feed.Item, base string) postView {
 // id: Telegram's URLs when the page may load them, or with base set their
 // durable links, which redirect to those same URLs (on hosts the policy
 // allows, which is why they are checked either way).
-func newMediaView(m parser.Media, postURL, base, channel string, id, index int) mediaView {
+func newMediaView(m parser.Media, postURL, base, channel string, id, index int, img imageHosts) mediaView {
 	v := mediaView{Media: m, PostURL: postURL}
-	src, thumb := string(imageURL(m.URL)), string(imageURL(m.Thumb))
-	still := string(stillImage(v))
+	src, thumb := string(img.url(m.URL)), string(img.url(m.Thumb))
+	still := string(img.still(v))
 	file := string(linkURL(m.URL))
 	if base != "" {
 		// The sticker's still picture is its thumbnail or the file itself.
@@ -235,12 +240,22 @@ func newMediaView(m parser.Media, postURL, base, channel string, id, index int) 
 	return v
 }
 
-// imageURL keeps an image only when it is an https URL on one of
-// ImageHosts, the hosts the Content-Security-Policy lets the page load
-// from; anything else would be blocked and show as a broken image.
-func imageURL(s string) template.URL {
+// imageHosts are the origins a page may load images from besides
+// ImageHosts (Config.ImageOrigins), each "scheme://host[:port]".
+type imageHosts []string
+
+// url keeps an image only when it is an https URL on one of ImageHosts or
+// a URL on one of x, the hosts the Content-Security-Policy lets the page
+// load from; anything else would be blocked and show as a broken image.
+func (x imageHosts) url(s string) template.URL {
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "https" || u.User != nil {
+	if err != nil || u.User != nil {
+		return ""
+	}
+	if (u.Scheme == "http" || u.Scheme == "https") && slices.Contains(x, u.Scheme+"://"+strings.ToLower(u.Host)) {
+		return template.URL(u.String())
+	}
+	if u.Scheme != "https" {
 		return ""
 	}
 	host := strings.ToLower(u.Hostname())
@@ -257,10 +272,10 @@ func imageURL(s string) template.URL {
 	return ""
 }
 
-// stillImage is a sticker's picture: its thumbnail, or the sticker itself
+// still is a sticker's picture: its thumbnail, or the sticker itself
 // when it is a still image (animated and video stickers are not images).
-func stillImage(m mediaView) template.URL {
-	if u := imageURL(m.Thumb); u != "" {
+func (x imageHosts) still(m mediaView) template.URL {
+	if u := x.url(m.Thumb); u != "" {
 		return u
 	}
 	p := strings.ToLower(m.URL)
@@ -269,7 +284,7 @@ func stillImage(m mediaView) template.URL {
 	}
 	for _, ext := range []string{".webp", ".png", ".jpg", ".jpeg"} {
 		if strings.HasSuffix(p, ext) {
-			return imageURL(m.URL)
+			return x.url(m.URL)
 		}
 	}
 	return ""

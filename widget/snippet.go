@@ -18,6 +18,7 @@ const (
 
 type snippetData struct {
 	Channels, Order, Theme, Limit string
+	Placeholder                   string // example channels, as the field's placeholder
 	Width, Height                 string
 	Error                         string
 	Src                           string // the widget's URL, absolute
@@ -50,7 +51,7 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 		Width: q.Get("width"), Height: q.Get("height"),
 		CSS: h.assets.url("widget.css"), JS: h.assets.url("snippet.js"),
 		Orders: []string{"newest", "ranked"}, Themes: themes, MaxLimit: h.maxLimit,
-		Mint: h.mint != nil,
+		Mint: h.mint != nil, Placeholder: h.examples,
 	}
 	if d.Width == "" {
 		d.Width = defaultWidth

@@ -85,6 +85,13 @@ type Config struct {
 	// redirects, which outlive Telegram's CDN links, and the policy lets
 	// the page load images from it. Empty links Telegram's URLs.
 	PublicURL string
+	// ExampleChannels are the channels the snippet page suggests (its
+	// placeholder); empty: durov, telegram. The demo names its own.
+	ExampleChannels []string
+	// ImageOrigins are origins ("http://127.0.0.1:8081") the page may
+	// load images from besides Telegram's CDN (ImageHosts): the demo's
+	// fixture origin, which serves the pages' pictures itself.
+	ImageOrigins []string
 	// Encoder compresses the page and its posts (the service's one, as
 	// for every face); their compressed forms are kept beside the render
 	// of each feed build, so an unchanged feed costs no compression. Nil
@@ -108,6 +115,8 @@ type Handler struct {
 	mint     func(*http.Request, []string) (string, error)
 	sub      string
 	base     string // PublicURL without a trailing slash
+	img      imageHosts
+	examples string // ExampleChannels as the placeholder writes them
 	enc      *httpcache.Encoder
 	csp      string
 	assets   *assets
@@ -170,7 +179,21 @@ func New(cfg Config) (*Handler, error) {
 		// The media links' origin; they redirect to ImageHosts.
 		imgSrc = append(imgSrc, u.Scheme+"://"+u.Host)
 	}
-	h := &Handler{feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, mint: cfg.MintKey, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger, client: cfg.Client}
+	var img imageHosts
+	for _, o := range cfg.ImageOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("widget: Config.ImageOrigins: %q is not an origin such as http://127.0.0.1:8081", o)
+		}
+		origin := u.Scheme + "://" + strings.ToLower(u.Host)
+		img = append(img, origin)
+		imgSrc = append(imgSrc, origin)
+	}
+	examples := "durov, telegram"
+	if len(cfg.ExampleChannels) > 0 {
+		examples = strings.Join(cfg.ExampleChannels, ", ")
+	}
+	h := &Handler{img: img, examples: examples, feeds: cfg.Feed, poll: cfg.PollInterval, maxLimit: cfg.MaxLimit, mint: cfg.MintKey, sub: cfg.Subscribe, base: base, enc: cfg.Encoder, log: cfg.Logger, client: cfg.Client}
 	if h.poll <= 0 {
 		h.poll = DefaultPollInterval
 	}
@@ -243,10 +266,12 @@ func (h *Handler) load(w http.ResponseWriter, r *http.Request) (view, *feed.Page
 
 // posts returns the feed's articles and notes, rendered once per build.
 func (h *Handler) posts(p *feed.Page) ([]byte, error) {
-	return h.feeds.Rendered(p, h.postsKey(), func() ([]byte, error) { return renderPosts(p, h.base) })
+	return h.feeds.Rendered(p, h.postsKey(), func() ([]byte, error) { return renderPosts(p, h.base, h.img) })
 }
 
-func (h *Handler) postsKey() string { return "widget:" + renderVersion + "\x00" + h.base }
+func (h *Handler) postsKey() string {
+	return "widget:" + renderVersion + "\x00" + h.base + "\x00" + strings.Join(h.img, " ")
+}
 
 // GET /embed?channels=…: the widget page, rendered once per build and
 // query (its ETag names both).

@@ -976,3 +976,92 @@ func checkIsolated(t *testing.T, page string, names, ours []string) {
 		}
 	}
 }
+
+// An origin serving the pages' pictures itself (the demo's) is one the
+// page loads images from when Config.ImageOrigins names it: its pictures
+// show and the policy allows them. Without it they are left out, as any
+// image the policy would block.
+func TestImagesFromAnOriginNamedInTheConfig(t *testing.T) {
+	ts := httptest.NewUnstartedServer(nil)
+	base := "http://" + ts.Listener.Addr().String()
+	ts.Config.Handler = fixtures.NewOrigin(fixtures.OriginOptions{MediaBase: base})
+	ts.Start()
+	t.Cleanup(ts.Close)
+	client, err := origin.New(origin.Config{BaseURL: ts.URL, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := cache.NewMemory(cache.MemoryConfig{MaxBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	fs, err := feed.New(feed.Config{Pages: pages.New(pages.Config{Cache: mem, Origin: client})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fs.Close)
+	for _, named := range []bool{true, false} {
+		cfg := widget.Config{Feed: fs}
+		if named {
+			cfg.ImageOrigins = []string{base}
+		}
+		h, err := widget.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/embed/posts?channels=tmefeed_news,kanal_novostei&limit=40", nil))
+		r := rec.Result()
+		imgs := all(parse(t, body(t, r)), tag("img"))
+		avatars := 0
+		for _, n := range imgs {
+			if !strings.HasPrefix(attr(n, "src"), base+fixtures.MediaPath) {
+				t.Errorf("named %v: image from %q", named, attr(n, "src"))
+			}
+			if n.Parent != nil && hasClass(n.Parent, "tf-avatar") {
+				avatars++
+			}
+		}
+		csp := r.Header.Get("Content-Security-Policy")
+		if named {
+			if len(imgs) < 10 || avatars == 0 {
+				t.Errorf("%d images, %d avatars: want the pages' pictures and avatars", len(imgs), avatars)
+			}
+			if !strings.Contains(csp, "img-src 'self' https://telegram.org") || !strings.Contains(csp, " "+base+";") {
+				t.Errorf("img-src does not allow %s: %s", base, csp)
+			}
+		} else if len(imgs) != 0 || strings.Contains(csp, base) {
+			t.Errorf("origin not named: %d images, policy %s", len(imgs), csp)
+		}
+	}
+	for _, bad := range []string{"127.0.0.1:8081", "ftp://127.0.0.1", "http://127.0.0.1/cdn", "http://user@127.0.0.1"} {
+		if _, err := widget.New(widget.Config{Feed: stubFeed{}, ImageOrigins: []string{bad}}); err == nil {
+			t.Errorf("ImageOrigins %q accepted", bad)
+		}
+	}
+}
+
+// The snippet page suggests Config.ExampleChannels, or durov and telegram.
+func TestSnippetPageSuggestsTheExampleChannels(t *testing.T) {
+	for _, c := range []struct {
+		examples []string
+		want     string
+	}{{nil, "durov, telegram"}, {[]string{"tmefeed_news", "kanal_novostei"}, "tmefeed_news, kanal_novostei"}} {
+		h, err := widget.New(widget.Config{Feed: stubFeed{}, ExampleChannels: c.examples})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/embed/new", nil))
+		var got []string
+		for _, n := range all(parse(t, body(t, rec.Result())), tag("input")) {
+			if attr(n, "name") == "channels" {
+				got = append(got, attr(n, "placeholder"))
+			}
+		}
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("examples %v: placeholder %q, want %q", c.examples, got, c.want)
+		}
+	}
+}

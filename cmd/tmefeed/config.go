@@ -77,6 +77,12 @@ type serveConfig struct {
 	OriginBurst          int           // ORIGIN_BURST, --origin-burst (0 = ORIGIN_RPM/5)
 	ClientOriginRPM      int           // CLIENT_ORIGIN_RPM, --client-origin-rpm (0 = no per-client share)
 	SubChannelsPerClient int           // SUBSCRIBED_CHANNELS_PER_CLIENT, --subscribed-channels-per-client (0 = no cap)
+
+	// mediaOrigin is set by serve, not read from a setting: an origin
+	// that serves the pages' media besides Telegram (the demo's fixture
+	// origin), which /media may redirect to and the widget may load
+	// images from. Empty: none.
+	mediaOrigin string
 }
 
 // Defaults of the origin budget (README's settings table says why).
@@ -488,4 +494,12 @@ func checkURL(s string, required bool) error {
 		return errors.New("want an http(s) URL such as https://t.me")
 	}
 	return nil
+}
+
+// mediaOrigins lists mediaOrigin, if any.
+func (c serveConfig) mediaOrigins() []string {
+	if c.mediaOrigin == "" {
+		return nil
+	}
+	return []string{c.mediaOrigin}
 }

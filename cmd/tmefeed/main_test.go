@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"html"
+	"image/png"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,9 +15,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tmefeed/tmefeed/fixtures"
 )
 
 // The README's run command: serve --demo answers /v1/body with real posts,
@@ -57,6 +63,64 @@ func TestServeDemo(t *testing.T) {
 	}
 	if len(page.Content.Posts) == 0 {
 		t.Error("demo page has no posts")
+	}
+
+	// The demo serves its pictures itself: the widget's images and a
+	// /media redirect lead to pictures on loopback, none to Telegram.
+	resp, err = client.Get(base + "/embed/posts?channels=tmefeed_news,kanal_novostei")
+	if err != nil {
+		t.Fatal(err)
+	}
+	posts, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	srcs := regexp.MustCompile(`<img[^>]* src="([^"]+)"`).FindAllStringSubmatch(string(posts), -1)
+	if len(srcs) < 10 {
+		t.Fatalf("the demo widget shows %d images", len(srcs))
+	}
+	noFollow := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err = noFollow.Get(base + "/media/tmefeed_news/33/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	pics := []string{resp.Header.Get("Location")}
+	if resp.StatusCode != http.StatusFound {
+		t.Errorf("/media/tmefeed_news/33/0: %d", resp.StatusCode)
+	}
+	for _, m := range srcs {
+		pics = append(pics, html.UnescapeString(m[1]))
+	}
+	// The snippet page suggests channels the demo has.
+	resp, err = client.Get(base + "/embed/new")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`id="f-channels"[^>]* placeholder="([^"]*)"`).FindSubmatch(snippet)
+	if m == nil {
+		t.Fatal("the snippet page has no channels placeholder")
+	}
+	demoChannels := fixtures.NewOrigin(fixtures.OriginOptions{}).Channels()
+	for _, ch := range strings.Split(string(m[1]), ", ") {
+		if !slices.Contains(demoChannels, ch) {
+			t.Errorf("the snippet page suggests %q, which the demo does not have (%v)", ch, demoChannels)
+		}
+	}
+	for _, u := range pics {
+		if !strings.HasPrefix(u, "http://127.0.0.1:") {
+			t.Errorf("picture %q is not served on loopback", u)
+			continue
+		}
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = png.DecodeConfig(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || err != nil {
+			t.Errorf("GET %s: %d, %v", u, resp.StatusCode, err)
+		}
 	}
 
 	// CORS_ORIGINS reaches the REST routes, not only GraphQL.

@@ -52,6 +52,7 @@ func serve(ctx context.Context, cfg serveConfig, logOut io.Writer, ready func(ad
 		}
 		defer demo.Close()
 		originURL, fallbackURL = demo.url, ""
+		cfg.mediaOrigin = demo.url
 		cfg.OriginProxies = "" // the built-in pages are read in process, never through a proxy
 	}
 
@@ -231,20 +232,23 @@ func (d *demoOrigin) publish(o *fixtures.Origin, log *slog.Logger) {
 }
 
 // startDemoOrigin serves the built-in fixture pages on 127.0.0.1 and logs
-// the channels they hold, so the API works with no network.
+// the channels they hold, so the API works with no network. The pages'
+// pictures, video previews and avatars are served by the same origin
+// (fixtures.OriginOptions.MediaBase), so they show with no network too.
 func startDemoOrigin(log *slog.Logger) (*demoOrigin, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo origin: %w", err)
 	}
-	o := fixtures.NewOrigin(fixtures.OriginOptions{})
+	base := "http://" + ln.Addr().String()
+	o := fixtures.NewOrigin(fixtures.OriginOptions{MediaBase: base})
 	srv := &http.Server{
 		Handler:           o,
 		ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() { _ = srv.Serve(ln) }()
-	d := &demoOrigin{url: "http://" + ln.Addr().String(), srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
+	d := &demoOrigin{url: base, srv: srv, stop: make(chan struct{}), done: make(chan struct{})}
 	go d.publish(o, log)
 	log.Info("demo mode: serving built-in fixture pages, no requests go to Telegram",
 		"origin", d.url,
@@ -252,6 +256,16 @@ func startDemoOrigin(log *slog.Logger) (*demoOrigin, error) {
 		"live_channel", demoChannel, "new_post_every", demoEvery,
 		"previews", strings.Join(previewNames(fixtures.Pages()), ","))
 	return d, nil
+}
+
+// exampleChannels are the channels the widget's snippet page suggests:
+// in demo mode two of the demo's own, the ones the README's examples
+// name; else the widget's default.
+func exampleChannels(demo bool) []string {
+	if demo {
+		return []string{"tmefeed_news", "kanal_novostei"}
+	}
+	return nil
 }
 
 // previewNames lists the names with a recorded preview page.
@@ -370,6 +384,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Encoder:     enc,
 		// Feeds with since and long post windows walk this deep.
 		HistoryMaxPages: cfg.HistoryMaxPages,
+		MediaOrigins:    cfg.mediaOrigins(),
 	})
 	// Live updates: with Valkey, events found by the process that fetched
 	// a changed page reach every process's subscribers through pub/sub.
@@ -433,8 +448,11 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		PollInterval:   cfg.EmbedPoll,
 		Subscribe:      subscribe,
 		PublicURL:      cfg.PublicURL,
-		Encoder:        enc,
-		Logger:         log,
+		ImageOrigins:   cfg.mediaOrigins(),
+		// The demo suggests channels it has.
+		ExampleChannels: exampleChannels(cfg.Demo),
+		Encoder:         enc,
+		Logger:          log,
 	})
 	if err != nil {
 		st.Close()

@@ -40,6 +40,23 @@ func Media(u string) (string, bool) {
 	return "", false
 }
 
+// MediaOn is Media, also accepting a URL on one of origins
+// ("http://127.0.0.1:8081", no trailing slash): hosts the operator
+// serves media from besides Telegram's, such as the demo's fixture origin.
+func MediaOn(u string, origins []string) (string, bool) {
+	if m, ok := Media(u); ok {
+		return m, true
+	}
+	for _, o := range origins {
+		if o != "" && strings.HasPrefix(u, o+"/") {
+			if p, err := url.Parse(u); err == nil && p.User == nil && p.Scheme+"://"+p.Host == o {
+				return u, true
+			}
+		}
+	}
+	return "", false
+}
+
 // Link reports whether u may be given to a client as a link to follow:
 // an absolute http or https URL with a host, or a tg: link (Telegram's
 // app links). Anything else (javascript:, data:, vbscript:, a relative

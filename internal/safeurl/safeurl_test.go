@@ -57,3 +57,24 @@ func TestLink(t *testing.T) {
 		}
 	}
 }
+
+func TestMediaOn(t *testing.T) {
+	origins := []string{"http://127.0.0.1:8081"}
+	for _, tc := range []struct{ in, want string }{
+		{"http://127.0.0.1:8081/cdn/cdn4.telesco.pe/file/a.jpg", "http://127.0.0.1:8081/cdn/cdn4.telesco.pe/file/a.jpg"},
+		{"https://cdn4.telesco.pe/file/a.jpg", "https://cdn4.telesco.pe/file/a.jpg"},
+		{"http://127.0.0.1:8082/cdn/a.jpg", ""},
+		{"http://127.0.0.1:80810/cdn/a.jpg", ""},
+		{"http://127.0.0.1:8081@evil.example/a.jpg", ""},
+		{"http://127.0.0.1:8081", ""},
+		{"javascript:alert(1)", ""},
+	} {
+		got, ok := safeurl.MediaOn(tc.in, origins)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("MediaOn(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
+		}
+	}
+	if _, ok := safeurl.MediaOn("http://127.0.0.1:8081/cdn/a.jpg", nil); ok {
+		t.Error("an origin's URL accepted with no origins given")
+	}
+}
