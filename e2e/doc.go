@@ -6,6 +6,8 @@
 // makes: the test servers' go through, images on the Telegram CDN hosts the
 // widget's policy allows are answered inside the browser (a stub picture),
 // and any other request fails the test, so nothing leaves the machine.
+// eventsource_test.go opens Chromium's own EventSource from a page of
+// another origin on the demo server's feedUpdates.
 // Screenshots are saved as artifacts. The tests carry the e2e build tag;
 // run them with `make e2e` (needs Debian's chromium package). A missing
 // browser fails the tests; it never skips them.
