@@ -338,7 +338,9 @@ type InlineButton struct {
 }
 
 // ID is the button's key for normalized caches: its post's and its place.
-func (b *InlineButton) ID() string { return ids.Part("InlineButton", b.post.GlobalID(), ids.Index(b.i)) }
+func (b *InlineButton) ID() string {
+	return ids.Part("InlineButton", b.post.GlobalID(), ids.Index(b.i))
+}
 
 // Reply describes a replied-to message.
 type Reply struct {
@@ -489,7 +491,9 @@ type ChannelPreview struct{ p *parser.Preview }
 
 // ID is the card's key for normalized caches, its channel's (not its Node
 // id: the card and the channel page are two types).
-func (p *ChannelPreview) ID() string { return ids.Part("ChannelPreview", ids.Channel(p.p.Username), "") }
+func (p *ChannelPreview) ID() string {
+	return ids.Part("ChannelPreview", ids.Channel(p.p.Username), "")
+}
 
 // PreviewOf returns p as a ChannelPreview.
 func PreviewOf(p *parser.Preview) *ChannelPreview { return &ChannelPreview{p: p} }
