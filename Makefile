@@ -31,8 +31,8 @@ bench: ## run every benchmark once, with allocations
 e2e: build ## GraphiQL in headless Chromium (Debian's chromium) against the demo server; screenshot in e2e/artifacts/
 	TMEFEED_BIN=$(CURDIR)/bin/tmefeed $(GO) test -tags e2e -count=1 -v ./e2e/
 
-clients: build ## stock graphql-ws and graphql-sse clients (npm, pinned by clients/package-lock.json) through a SIGTERM and restart of the demo server
-	cd clients && npm ci --no-audit --no-fund && TMEFEED=$(CURDIR)/bin/tmefeed node restart.mjs
+clients: build ## stock clients (npm, pinned by clients/package-lock.json) against the demo server: codegen + tsc --strict, urql graphcache and Apollo paging, graphql-ws and graphql-sse through a SIGTERM and restart
+	cd clients && npm ci --no-audit --no-fund && TMEFEED=$(CURDIR)/bin/tmefeed node --conditions=development suite.mjs
 
 readers: ## Miniflux (miniflux.app/v2@v2.3.5, built once into the user cache) over a PostgreSQL of its own reads the RSS, Atom and JSON Feed documents of the recorded channels; entries must match the JSON API
 	$(GO) run ./tools/readers

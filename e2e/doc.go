@@ -10,6 +10,8 @@
 // whose resolver maps every name to nothing and whose requests off
 // loopback fail: the widget's pictures and those a playground feed query
 // names must all load from the demo's own origin.
+// eventsource_test.go opens Chromium's own EventSource from a page of
+// another origin on the demo server's feedUpdates.
 // Screenshots are saved as artifacts. The tests carry the e2e build tag;
 // run them with `make e2e` (needs Debian's chromium package). A missing
 // browser fails the tests; it never skips them.

@@ -107,7 +107,7 @@ func failedChannels(p *feed.Page) []*model.FailedChannel {
 	out := make([]*model.FailedChannel, len(p.Failed))
 	for i, f := range p.Failed {
 		c := fault.Classify(f.Err)
-		out[i] = &model.FailedChannel{Username: f.Username, Code: model.ChannelErrorCode(graphCode(c.Kind)), Reason: c.Message}
+		out[i] = &model.FailedChannel{Username: f.Username, Code: model.ChannelErrorCode(graphCode(c.Kind)), Reason: c.Message, Feed: p.Feed}
 	}
 	return out
 }

@@ -59,6 +59,7 @@ type ComplexityRoot struct {
 		Avatar          func(childComplexity int) int
 		Description     func(childComplexity int) int
 		DescriptionHTML func(childComplexity int) int
+		ID              func(childComplexity int) int
 		Subscribers     func(childComplexity int) int
 		SubscribersText func(childComplexity int) int
 		Title           func(childComplexity int) int
@@ -69,6 +70,7 @@ type ComplexityRoot struct {
 
 	Counters struct {
 		Files           func(childComplexity int) int
+		ID              func(childComplexity int) int
 		Links           func(childComplexity int) int
 		Photos          func(childComplexity int) int
 		Subscribers     func(childComplexity int) int
@@ -78,6 +80,7 @@ type ComplexityRoot struct {
 
 	FailedChannel struct {
 		Code     func(childComplexity int) int
+		ID       func(childComplexity int) int
 		Reason   func(childComplexity int) int
 		Username func(childComplexity int) int
 	}
@@ -103,17 +106,20 @@ type ComplexityRoot struct {
 
 	FeedUpdate struct {
 		Channel func(childComplexity int) int
+		ID      func(childComplexity int) int
 		Kind    func(childComplexity int) int
 		Post    func(childComplexity int) int
 	}
 
 	Forward struct {
+		ID       func(childComplexity int) int
 		Name     func(childComplexity int) int
 		NameHTML func(childComplexity int) int
 		URL      func(childComplexity int) int
 	}
 
 	InlineButton struct {
+		ID   func(childComplexity int) int
 		Text func(childComplexity int) int
 		URL  func(childComplexity int) int
 	}
@@ -121,6 +127,7 @@ type ComplexityRoot struct {
 	LinkPreview struct {
 		Description     func(childComplexity int) int
 		DescriptionHTML func(childComplexity int) int
+		ID              func(childComplexity int) int
 		SiteName        func(childComplexity int) int
 		Thumb           func(childComplexity int) int
 		Title           func(childComplexity int) int
@@ -129,6 +136,7 @@ type ComplexityRoot struct {
 
 	Location struct {
 		Address   func(childComplexity int) int
+		ID        func(childComplexity int) int
 		Latitude  func(childComplexity int) int
 		Longitude func(childComplexity int) int
 		Map       func(childComplexity int) int
@@ -140,6 +148,7 @@ type ComplexityRoot struct {
 		Duration     func(childComplexity int) int
 		DurationText func(childComplexity int) int
 		Extra        func(childComplexity int) int
+		ID           func(childComplexity int) int
 		Kind         func(childComplexity int) int
 		Thumb        func(childComplexity int) int
 		Title        func(childComplexity int) int
@@ -155,6 +164,7 @@ type ComplexityRoot struct {
 	}
 
 	Poll struct {
+		ID        func(childComplexity int) int
 		Options   func(childComplexity int) int
 		Question  func(childComplexity int) int
 		Type      func(childComplexity int) int
@@ -163,6 +173,7 @@ type ComplexityRoot struct {
 	}
 
 	PollOption struct {
+		ID      func(childComplexity int) int
 		Percent func(childComplexity int) int
 		Text    func(childComplexity int) int
 	}
@@ -204,11 +215,13 @@ type ComplexityRoot struct {
 
 	PreviewError struct {
 		Code    func(childComplexity int) int
+		ID      func(childComplexity int) int
 		Message func(childComplexity int) int
 	}
 
 	PreviewResult struct {
 		Error    func(childComplexity int) int
+		ID       func(childComplexity int) int
 		Preview  func(childComplexity int) int
 		Username func(childComplexity int) int
 	}
@@ -228,11 +241,13 @@ type ComplexityRoot struct {
 		Emoji      func(childComplexity int) int
 		EmojiID    func(childComplexity int) int
 		EmojiImage func(childComplexity int) int
+		ID         func(childComplexity int) int
 		Kind       func(childComplexity int) int
 	}
 
 	Reply struct {
 		Cover     func(childComplexity int) int
+		ID        func(childComplexity int) int
 		Name      func(childComplexity int) int
 		NameHTML  func(childComplexity int) int
 		Text      func(childComplexity int) int
@@ -241,6 +256,7 @@ type ComplexityRoot struct {
 	}
 
 	ServiceMessage struct {
+		ID   func(childComplexity int) int
 		Kind func(childComplexity int) int
 		Text func(childComplexity int) int
 		Type func(childComplexity int) int
@@ -260,6 +276,7 @@ type ComplexityRoot struct {
 
 	TextEntity struct {
 		EmojiID  func(childComplexity int) int
+		ID       func(childComplexity int) int
 		Kind     func(childComplexity int) int
 		Language func(childComplexity int) int
 		Length   func(childComplexity int) int
@@ -410,6 +427,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ChannelPreview.DescriptionHTML(childComplexity), true
+	case "ChannelPreview.id":
+		if e.ComplexityRoot.ChannelPreview.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChannelPreview.ID(childComplexity), true
 	case "ChannelPreview.subscribers":
 		if e.ComplexityRoot.ChannelPreview.Subscribers == nil {
 			break
@@ -453,6 +476,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Counters.Files(childComplexity), true
+	case "Counters.id":
+		if e.ComplexityRoot.Counters.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Counters.ID(childComplexity), true
 	case "Counters.links":
 		if e.ComplexityRoot.Counters.Links == nil {
 			break
@@ -490,6 +519,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FailedChannel.Code(childComplexity), true
+	case "FailedChannel.id":
+		if e.ComplexityRoot.FailedChannel.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FailedChannel.ID(childComplexity), true
 	case "FailedChannel.reason":
 		if e.ComplexityRoot.FailedChannel.Reason == nil {
 			break
@@ -572,6 +607,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.FeedUpdate.Channel(childComplexity), true
+	case "FeedUpdate.id":
+		if e.ComplexityRoot.FeedUpdate.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.FeedUpdate.ID(childComplexity), true
 	case "FeedUpdate.kind":
 		if e.ComplexityRoot.FeedUpdate.Kind == nil {
 			break
@@ -585,6 +626,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.FeedUpdate.Post(childComplexity), true
 
+	case "Forward.id":
+		if e.ComplexityRoot.Forward.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Forward.ID(childComplexity), true
 	case "Forward.name":
 		if e.ComplexityRoot.Forward.Name == nil {
 			break
@@ -604,6 +651,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Forward.URL(childComplexity), true
 
+	case "InlineButton.id":
+		if e.ComplexityRoot.InlineButton.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InlineButton.ID(childComplexity), true
 	case "InlineButton.text":
 		if e.ComplexityRoot.InlineButton.Text == nil {
 			break
@@ -629,6 +682,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.LinkPreview.DescriptionHTML(childComplexity), true
+	case "LinkPreview.id":
+		if e.ComplexityRoot.LinkPreview.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LinkPreview.ID(childComplexity), true
 	case "LinkPreview.siteName":
 		if e.ComplexityRoot.LinkPreview.SiteName == nil {
 			break
@@ -660,6 +719,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Location.Address(childComplexity), true
+	case "Location.id":
+		if e.ComplexityRoot.Location.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Location.ID(childComplexity), true
 	case "Location.latitude":
 		if e.ComplexityRoot.Location.Latitude == nil {
 			break
@@ -709,6 +774,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Media.Extra(childComplexity), true
+	case "Media.id":
+		if e.ComplexityRoot.Media.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Media.ID(childComplexity), true
 	case "Media.kind":
 		if e.ComplexityRoot.Media.Kind == nil {
 			break
@@ -765,6 +836,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
+	case "Poll.id":
+		if e.ComplexityRoot.Poll.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Poll.ID(childComplexity), true
 	case "Poll.options":
 		if e.ComplexityRoot.Poll.Options == nil {
 			break
@@ -796,6 +873,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Poll.VotesText(childComplexity), true
 
+	case "PollOption.id":
+		if e.ComplexityRoot.PollOption.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PollOption.ID(childComplexity), true
 	case "PollOption.percent":
 		if e.ComplexityRoot.PollOption.Percent == nil {
 			break
@@ -974,6 +1057,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PreviewError.Code(childComplexity), true
+	case "PreviewError.id":
+		if e.ComplexityRoot.PreviewError.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PreviewError.ID(childComplexity), true
 	case "PreviewError.message":
 		if e.ComplexityRoot.PreviewError.Message == nil {
 			break
@@ -987,6 +1076,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PreviewResult.Error(childComplexity), true
+	case "PreviewResult.id":
+		if e.ComplexityRoot.PreviewResult.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PreviewResult.ID(childComplexity), true
 	case "PreviewResult.preview":
 		if e.ComplexityRoot.PreviewResult.Preview == nil {
 			break
@@ -1098,6 +1193,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Reaction.EmojiImage(childComplexity), true
+	case "Reaction.id":
+		if e.ComplexityRoot.Reaction.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reaction.ID(childComplexity), true
 	case "Reaction.kind":
 		if e.ComplexityRoot.Reaction.Kind == nil {
 			break
@@ -1111,6 +1212,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Reply.Cover(childComplexity), true
+	case "Reply.id":
+		if e.ComplexityRoot.Reply.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Reply.ID(childComplexity), true
 	case "Reply.name":
 		if e.ComplexityRoot.Reply.Name == nil {
 			break
@@ -1142,6 +1249,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Reply.ToMessage(childComplexity), true
 
+	case "ServiceMessage.id":
+		if e.ComplexityRoot.ServiceMessage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ServiceMessage.ID(childComplexity), true
 	case "ServiceMessage.kind":
 		if e.ComplexityRoot.ServiceMessage.Kind == nil {
 			break
@@ -1210,6 +1323,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TextEntity.EmojiID(childComplexity), true
+	case "TextEntity.id":
+		if e.ComplexityRoot.TextEntity.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TextEntity.ID(childComplexity), true
 	case "TextEntity.kind":
 		if e.ComplexityRoot.TextEntity.Kind == nil {
 			break
@@ -1380,6 +1499,8 @@ func (ec *executionContext) childFields_Channel(ctx context.Context, field graph
 
 func (ec *executionContext) childFields_ChannelPreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_ChannelPreview_id(ctx, field)
 	case "username":
 		return ec.fieldContext_ChannelPreview_username(ctx, field)
 	case "title":
@@ -1404,6 +1525,8 @@ func (ec *executionContext) childFields_ChannelPreview(ctx context.Context, fiel
 
 func (ec *executionContext) childFields_Counters(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Counters_id(ctx, field)
 	case "subscribers":
 		return ec.fieldContext_Counters_subscribers(ctx, field)
 	case "subscribersText":
@@ -1422,6 +1545,8 @@ func (ec *executionContext) childFields_Counters(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_FailedChannel(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_FailedChannel_id(ctx, field)
 	case "username":
 		return ec.fieldContext_FailedChannel_username(ctx, field)
 	case "code":
@@ -1472,6 +1597,8 @@ func (ec *executionContext) childFields_FeedItem(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_FeedUpdate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_FeedUpdate_id(ctx, field)
 	case "kind":
 		return ec.fieldContext_FeedUpdate_kind(ctx, field)
 	case "post":
@@ -1484,6 +1611,8 @@ func (ec *executionContext) childFields_FeedUpdate(ctx context.Context, field gr
 
 func (ec *executionContext) childFields_Forward(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Forward_id(ctx, field)
 	case "name":
 		return ec.fieldContext_Forward_name(ctx, field)
 	case "nameHTML":
@@ -1496,6 +1625,8 @@ func (ec *executionContext) childFields_Forward(ctx context.Context, field graph
 
 func (ec *executionContext) childFields_InlineButton(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_InlineButton_id(ctx, field)
 	case "text":
 		return ec.fieldContext_InlineButton_text(ctx, field)
 	case "url":
@@ -1506,6 +1637,8 @@ func (ec *executionContext) childFields_InlineButton(ctx context.Context, field 
 
 func (ec *executionContext) childFields_LinkPreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_LinkPreview_id(ctx, field)
 	case "url":
 		return ec.fieldContext_LinkPreview_url(ctx, field)
 	case "title":
@@ -1524,6 +1657,8 @@ func (ec *executionContext) childFields_LinkPreview(ctx context.Context, field g
 
 func (ec *executionContext) childFields_Location(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Location_id(ctx, field)
 	case "latitude":
 		return ec.fieldContext_Location_latitude(ctx, field)
 	case "longitude":
@@ -1540,6 +1675,8 @@ func (ec *executionContext) childFields_Location(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_Media(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Media_id(ctx, field)
 	case "kind":
 		return ec.fieldContext_Media_kind(ctx, field)
 	case "url":
@@ -1578,6 +1715,8 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_Poll(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Poll_id(ctx, field)
 	case "question":
 		return ec.fieldContext_Poll_question(ctx, field)
 	case "type":
@@ -1594,6 +1733,8 @@ func (ec *executionContext) childFields_Poll(ctx context.Context, field graphql.
 
 func (ec *executionContext) childFields_PollOption(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_PollOption_id(ctx, field)
 	case "text":
 		return ec.fieldContext_PollOption_text(ctx, field)
 	case "percent":
@@ -1674,6 +1815,8 @@ func (ec *executionContext) childFields_PostEdge(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_PreviewError(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_PreviewError_id(ctx, field)
 	case "code":
 		return ec.fieldContext_PreviewError_code(ctx, field)
 	case "message":
@@ -1684,6 +1827,8 @@ func (ec *executionContext) childFields_PreviewError(ctx context.Context, field 
 
 func (ec *executionContext) childFields_PreviewResult(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_PreviewResult_id(ctx, field)
 	case "username":
 		return ec.fieldContext_PreviewResult_username(ctx, field)
 	case "preview":
@@ -1696,6 +1841,8 @@ func (ec *executionContext) childFields_PreviewResult(ctx context.Context, field
 
 func (ec *executionContext) childFields_Reaction(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Reaction_id(ctx, field)
 	case "kind":
 		return ec.fieldContext_Reaction_kind(ctx, field)
 	case "emoji":
@@ -1714,6 +1861,8 @@ func (ec *executionContext) childFields_Reaction(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_Reply(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Reply_id(ctx, field)
 	case "toMessage":
 		return ec.fieldContext_Reply_toMessage(ctx, field)
 	case "name":
@@ -1732,6 +1881,8 @@ func (ec *executionContext) childFields_Reply(ctx context.Context, field graphql
 
 func (ec *executionContext) childFields_ServiceMessage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_ServiceMessage_id(ctx, field)
 	case "type":
 		return ec.fieldContext_ServiceMessage_type(ctx, field)
 	case "kind":
@@ -1760,6 +1911,8 @@ func (ec *executionContext) childFields_Text(ctx context.Context, field graphql.
 
 func (ec *executionContext) childFields_TextEntity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_TextEntity_id(ctx, field)
 	case "kind":
 		return ec.fieldContext_TextEntity_kind(ctx, field)
 	case "offset":
@@ -2529,6 +2682,29 @@ func (ec *executionContext) fieldContext_Channel_search(ctx context.Context, fie
 	return fc, nil
 }
 
+func (ec *executionContext) _ChannelPreview_id(ctx context.Context, field graphql.CollectedField, obj *model.ChannelPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChannelPreview_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChannelPreview_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChannelPreview", field, true, false, "ID")
+}
+
 func (ec *executionContext) _ChannelPreview_username(ctx context.Context, field graphql.CollectedField, obj *model.ChannelPreview) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2736,6 +2912,29 @@ func (ec *executionContext) fieldContext_ChannelPreview_url(_ context.Context, f
 	return graphql.NewScalarFieldContext("ChannelPreview", field, true, false, "String")
 }
 
+func (ec *executionContext) _Counters_id(ctx context.Context, field graphql.CollectedField, obj *model.Counters) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Counters_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Counters_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Counters", field, true, false, "ID")
+}
+
 func (ec *executionContext) _Counters_subscribers(ctx context.Context, field graphql.CollectedField, obj *model.Counters) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -2872,6 +3071,29 @@ func (ec *executionContext) _Counters_links(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_Counters_links(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Counters", field, true, false, "Int")
+}
+
+func (ec *executionContext) _FailedChannel_id(ctx context.Context, field graphql.CollectedField, obj *model.FailedChannel) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FailedChannel_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FailedChannel_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FailedChannel", field, true, false, "ID")
 }
 
 func (ec *executionContext) _FailedChannel_username(ctx context.Context, field graphql.CollectedField, obj *model.FailedChannel) (ret graphql.Marshaler) {
@@ -3227,6 +3449,29 @@ func (ec *executionContext) fieldContext_FeedItem_score(_ context.Context, field
 	return graphql.NewScalarFieldContext("FeedItem", field, true, false, "Float")
 }
 
+func (ec *executionContext) _FeedUpdate_id(ctx context.Context, field graphql.CollectedField, obj *model.FeedUpdate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_FeedUpdate_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_FeedUpdate_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("FeedUpdate", field, true, false, "ID")
+}
+
 func (ec *executionContext) _FeedUpdate_kind(ctx context.Context, field graphql.CollectedField, obj *model.FeedUpdate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3314,6 +3559,29 @@ func (ec *executionContext) fieldContext_FeedUpdate_channel(_ context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Forward_id(ctx context.Context, field graphql.CollectedField, obj *model.Forward) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Forward_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Forward_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Forward", field, true, false, "ID")
+}
+
 func (ec *executionContext) _Forward_name(ctx context.Context, field graphql.CollectedField, obj *model.Forward) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3383,6 +3651,29 @@ func (ec *executionContext) fieldContext_Forward_url(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Forward", field, true, false, "String")
 }
 
+func (ec *executionContext) _InlineButton_id(ctx context.Context, field graphql.CollectedField, obj *model.InlineButton) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InlineButton_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InlineButton_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InlineButton", field, true, false, "ID")
+}
+
 func (ec *executionContext) _InlineButton_text(ctx context.Context, field graphql.CollectedField, obj *model.InlineButton) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3427,6 +3718,29 @@ func (ec *executionContext) _InlineButton_url(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_InlineButton_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("InlineButton", field, false, false, "String")
+}
+
+func (ec *executionContext) _LinkPreview_id(ctx context.Context, field graphql.CollectedField, obj *model.LinkPreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LinkPreview_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LinkPreview_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LinkPreview", field, true, false, "ID")
 }
 
 func (ec *executionContext) _LinkPreview_url(ctx context.Context, field graphql.CollectedField, obj *model.LinkPreview) (ret graphql.Marshaler) {
@@ -3567,6 +3881,29 @@ func (ec *executionContext) fieldContext_LinkPreview_thumb(_ context.Context, fi
 	return graphql.NewScalarFieldContext("LinkPreview", field, true, false, "String")
 }
 
+func (ec *executionContext) _Location_id(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Location_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Location_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Location", field, true, false, "ID")
+}
+
 func (ec *executionContext) _Location_latitude(ctx context.Context, field graphql.CollectedField, obj *model.Location) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3680,6 +4017,29 @@ func (ec *executionContext) _Location_map(ctx context.Context, field graphql.Col
 }
 func (ec *executionContext) fieldContext_Location_map(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Location", field, true, false, "String")
+}
+
+func (ec *executionContext) _Media_id(ctx context.Context, field graphql.CollectedField, obj *model.Media) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Media_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Media_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Media", field, true, false, "ID")
 }
 
 func (ec *executionContext) _Media_kind(ctx context.Context, field graphql.CollectedField, obj *model.Media) (ret graphql.Marshaler) {
@@ -3981,6 +4341,29 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
 }
 
+func (ec *executionContext) _Poll_id(ctx context.Context, field graphql.CollectedField, obj *model.Poll) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Poll_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Poll_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Poll", field, true, false, "ID")
+}
+
 func (ec *executionContext) _Poll_question(ctx context.Context, field graphql.CollectedField, obj *model.Poll) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4103,6 +4486,29 @@ func (ec *executionContext) fieldContext_Poll_options(_ context.Context, field g
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _PollOption_id(ctx context.Context, field graphql.CollectedField, obj *model.PollOption) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PollOption_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PollOption_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PollOption", field, true, false, "ID")
 }
 
 func (ec *executionContext) _PollOption_text(ctx context.Context, field graphql.CollectedField, obj *model.PollOption) (ret graphql.Marshaler) {
@@ -4875,6 +5281,29 @@ func (ec *executionContext) fieldContext_PostEdge_node(_ context.Context, field 
 	return fc, nil
 }
 
+func (ec *executionContext) _PreviewError_id(ctx context.Context, field graphql.CollectedField, obj *model.PreviewError) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PreviewError_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PreviewError_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PreviewError", field, true, false, "ID")
+}
+
 func (ec *executionContext) _PreviewError_code(ctx context.Context, field graphql.CollectedField, obj *model.PreviewError) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4919,6 +5348,29 @@ func (ec *executionContext) _PreviewError_message(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_PreviewError_message(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PreviewError", field, false, false, "String")
+}
+
+func (ec *executionContext) _PreviewResult_id(ctx context.Context, field graphql.CollectedField, obj *model.PreviewResult) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PreviewResult_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PreviewResult_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PreviewResult", field, true, false, "ID")
 }
 
 func (ec *executionContext) _PreviewResult_username(ctx context.Context, field graphql.CollectedField, obj *model.PreviewResult) (ret graphql.Marshaler) {
@@ -5348,6 +5800,29 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 	return fc, nil
 }
 
+func (ec *executionContext) _Reaction_id(ctx context.Context, field graphql.CollectedField, obj *model.Reaction) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reaction_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reaction_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reaction", field, true, false, "ID")
+}
+
 func (ec *executionContext) _Reaction_kind(ctx context.Context, field graphql.CollectedField, obj *model.Reaction) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5486,6 +5961,29 @@ func (ec *executionContext) fieldContext_Reaction_countText(_ context.Context, f
 	return graphql.NewScalarFieldContext("Reaction", field, true, false, "String")
 }
 
+func (ec *executionContext) _Reply_id(ctx context.Context, field graphql.CollectedField, obj *model.Reply) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Reply_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Reply_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Reply", field, true, false, "ID")
+}
+
 func (ec *executionContext) _Reply_toMessage(ctx context.Context, field graphql.CollectedField, obj *model.Reply) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5622,6 +6120,29 @@ func (ec *executionContext) _Reply_cover(ctx context.Context, field graphql.Coll
 }
 func (ec *executionContext) fieldContext_Reply_cover(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Reply", field, true, false, "String")
+}
+
+func (ec *executionContext) _ServiceMessage_id(ctx context.Context, field graphql.CollectedField, obj *model.ServiceMessage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ServiceMessage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ServiceMessage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ServiceMessage", field, true, false, "ID")
 }
 
 func (ec *executionContext) _ServiceMessage_type(ctx context.Context, field graphql.CollectedField, obj *model.ServiceMessage) (ret graphql.Marshaler) {
@@ -5859,6 +6380,29 @@ func (ec *executionContext) fieldContext_Text_entities(_ context.Context, field 
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _TextEntity_id(ctx context.Context, field graphql.CollectedField, obj *model.TextEntity) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TextEntity_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TextEntity_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TextEntity", field, true, false, "ID")
 }
 
 func (ec *executionContext) _TextEntity_kind(ctx context.Context, field graphql.CollectedField, obj *model.TextEntity) (ret graphql.Marshaler) {
@@ -7305,6 +7849,11 @@ func (ec *executionContext) _ChannelPreview(ctx context.Context, sel ast.Selecti
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("ChannelPreview")
+		case "id":
+			out.Values[i] = ec._ChannelPreview_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "username":
 			out.Values[i] = ec._ChannelPreview_username(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7378,6 +7927,11 @@ func (ec *executionContext) _Counters(ctx context.Context, sel ast.SelectionSet,
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Counters")
+		case "id":
+			out.Values[i] = ec._Counters_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "subscribers":
 			out.Values[i] = ec._Counters_subscribers(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -7436,6 +7990,11 @@ func (ec *executionContext) _FailedChannel(ctx context.Context, sel ast.Selectio
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("FailedChannel")
+		case "id":
+			out.Values[i] = ec._FailedChannel_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "username":
 			out.Values[i] = ec._FailedChannel_username(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7613,6 +8172,11 @@ func (ec *executionContext) _FeedUpdate(ctx context.Context, sel ast.SelectionSe
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("FeedUpdate")
+		case "id":
+			out.Values[i] = ec._FeedUpdate_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "kind":
 			out.Values[i] = ec._FeedUpdate_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7656,6 +8220,11 @@ func (ec *executionContext) _Forward(ctx context.Context, sel ast.SelectionSet, 
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Forward")
+		case "id":
+			out.Values[i] = ec._Forward_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "name":
 			out.Values[i] = ec._Forward_name(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7699,6 +8268,11 @@ func (ec *executionContext) _InlineButton(ctx context.Context, sel ast.Selection
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("InlineButton")
+		case "id":
+			out.Values[i] = ec._InlineButton_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "text":
 			out.Values[i] = ec._InlineButton_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7737,6 +8311,11 @@ func (ec *executionContext) _LinkPreview(ctx context.Context, sel ast.SelectionS
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("LinkPreview")
+		case "id":
+			out.Values[i] = ec._LinkPreview_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "url":
 			out.Values[i] = ec._LinkPreview_url(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7795,6 +8374,11 @@ func (ec *executionContext) _Location(ctx context.Context, sel ast.SelectionSet,
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Location")
+		case "id":
+			out.Values[i] = ec._Location_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "latitude":
 			out.Values[i] = ec._Location_latitude(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -7848,6 +8432,11 @@ func (ec *executionContext) _Media(ctx context.Context, sel ast.SelectionSet, ob
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Media")
+		case "id":
+			out.Values[i] = ec._Media_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "kind":
 			out.Values[i] = ec._Media_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7969,6 +8558,11 @@ func (ec *executionContext) _Poll(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Poll")
+		case "id":
+			out.Values[i] = ec._Poll_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "question":
 			out.Values[i] = ec._Poll_question(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8022,6 +8616,11 @@ func (ec *executionContext) _PollOption(ctx context.Context, sel ast.SelectionSe
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("PollOption")
+		case "id":
+			out.Values[i] = ec._PollOption_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "text":
 			out.Values[i] = ec._PollOption_text(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8275,6 +8874,11 @@ func (ec *executionContext) _PreviewError(ctx context.Context, sel ast.Selection
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("PreviewError")
+		case "id":
+			out.Values[i] = ec._PreviewError_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "code":
 			out.Values[i] = ec._PreviewError_code(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8313,6 +8917,11 @@ func (ec *executionContext) _PreviewResult(ctx context.Context, sel ast.Selectio
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("PreviewResult")
+		case "id":
+			out.Values[i] = ec._PreviewResult_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "username":
 			out.Values[i] = ec._PreviewResult_username(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8442,6 +9051,11 @@ func (ec *executionContext) _Reaction(ctx context.Context, sel ast.SelectionSet,
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Reaction")
+		case "id":
+			out.Values[i] = ec._Reaction_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "kind":
 			out.Values[i] = ec._Reaction_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8500,6 +9114,11 @@ func (ec *executionContext) _Reply(ctx context.Context, sel ast.SelectionSet, ob
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Reply")
+		case "id":
+			out.Values[i] = ec._Reply_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "toMessage":
 			out.Values[i] = ec._Reply_toMessage(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -8558,6 +9177,11 @@ func (ec *executionContext) _ServiceMessage(ctx context.Context, sel ast.Selecti
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("ServiceMessage")
+		case "id":
+			out.Values[i] = ec._ServiceMessage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "type":
 			out.Values[i] = ec._ServiceMessage_type(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -8674,6 +9298,11 @@ func (ec *executionContext) _TextEntity(ctx context.Context, sel ast.SelectionSe
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("TextEntity")
+		case "id":
+			out.Values[i] = ec._TextEntity_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "kind":
 			out.Values[i] = ec._TextEntity_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -63,5 +64,31 @@ func TestSubscriptionOverGET(t *testing.T) {
 	if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "GET, HEAD, POST" || len(resp.Errors) != 1 ||
 		!strings.Contains(resp.Errors[0].Message, "single connection mode") || !strings.Contains(resp.Errors[0].Message, "distinct connections mode") {
 		t.Errorf("PUT: %d %s %s", r.status, r.header.Get("Allow"), r.body)
+	}
+}
+
+// TestAcceptBothIsAQuery: a client that accepts JSON and an event stream
+// alike for every operation (urql's fetch: JSON types, text/event-stream
+// and multipart/mixed, all at q=1) has its queries answered as JSON, over
+// POST and GET; one that ranks the stream first, or names it alone, gets
+// a stream.
+func TestAcceptBothIsAQuery(t *testing.T) {
+	e, _ := newLiveEnv(t, envOptions{refresh: liveRefresh})
+	const urql = "application/graphql-response+json, application/graphql+json, application/json, text/event-stream, multipart/mixed"
+	body := `{"query":"{ channel(username: \"tmefeed_news\") { username } }"}`
+	for _, r := range []reply{
+		e.send(t, http.MethodPost, "/graphql", body, "Content-Type", "application/json", "Accept", urql),
+		e.send(t, http.MethodGet, "/graphql?query="+url.QueryEscape(`{ channel(username: "tmefeed_news") { username } }`), "", "Accept", urql),
+		e.send(t, http.MethodPost, "/graphql", body, "Content-Type", "application/json", "Accept", "text/event-stream;q=0.5, application/json"),
+	} {
+		if r.status != http.StatusOK || !strings.Contains(r.header.Get("Content-Type"), "json") || !strings.Contains(string(r.body), `"username":"tmefeed_news"`) {
+			t.Errorf("%d %s %s", r.status, r.header.Get("Content-Type"), r.body)
+		}
+	}
+	for _, accept := range []string{"text/event-stream", "text/event-stream, application/json;q=0.9", "application/json;q=0, text/event-stream"} {
+		r := e.send(t, http.MethodPost, "/graphql", body, "Content-Type", "application/json", "Accept", accept)
+		if !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || !strings.Contains(string(r.body), graph.CodeBadRequest) {
+			t.Errorf("Accept %s: %d %s %s", accept, r.status, r.header.Get("Content-Type"), r.body)
+		}
 	}
 }

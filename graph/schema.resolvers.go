@@ -84,7 +84,7 @@ func (r *queryResolver) Previews(ctx context.Context, usernames []string) ([]*mo
 		if f.Kind == fault.Internal { // a bug: the answer says no more than that
 			r.log.ErrorContext(ctx, "graphql: previews: internal error", "channel", res.Channel, "err", res.Err)
 		}
-		out[i].Error = &model.PreviewError{Code: model.ChannelErrorCode(graphCode(f.Kind)), Message: f.Message}
+		out[i].Error = &model.PreviewError{Code: model.ChannelErrorCode(graphCode(f.Kind)), Message: f.Message, Name: res.Name}
 	}
 	return out, nil
 }

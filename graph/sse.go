@@ -63,34 +63,45 @@ func IsStream(r *http.Request) bool {
 func (h *Handler) IsStream(r *http.Request) bool { return IsStream(r) }
 
 // wantsEventStream reports whether Accept names text/event-stream with a
-// weight above zero.
+// weight above zero and above that of either JSON type. A client that
+// accepts both alike for every operation (urql's fetch sends JSON types,
+// text/event-stream and multipart/mixed, all at q=1) asks a query, and is
+// answered JSON; a stream is for those who prefer one (graphql-sse,
+// EventSource: text/event-stream alone).
 func wantsEventStream(h http.Header) bool {
+	stream, json := -1.0, -1.0
 	for _, v := range h.Values("Accept") {
 		for v != "" {
 			var part string
 			part, v, _ = strings.Cut(v, ",")
 			mt, params, _ := strings.Cut(part, ";")
-			if strings.EqualFold(strings.TrimSpace(mt), mediaEventStream) && positiveWeight(params) {
-				return true
+			switch mt = strings.TrimSpace(mt); {
+			case strings.EqualFold(mt, mediaEventStream):
+				stream = max(stream, weight(params))
+			case strings.EqualFold(mt, mediaJSON), strings.EqualFold(mt, graphqlResponseJSON):
+				json = max(json, weight(params))
 			}
 		}
 	}
-	return false
+	return stream > 0 && stream > json
 }
 
-// positiveWeight reports whether media-type parameters give no q, or a q
-// that parses above zero.
-func positiveWeight(params string) bool {
+// weight is the q that media-type parameters give: 1 without one, 0 for
+// one that does not parse.
+func weight(params string) float64 {
 	for params != "" {
 		var p string
 		p, params, _ = strings.Cut(params, ";")
 		k, v, _ := strings.Cut(p, "=")
 		if strings.EqualFold(strings.TrimSpace(k), "q") {
 			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			return err == nil && q > 0
+			if err != nil {
+				return 0
+			}
+			return q
 		}
 	}
-	return true
+	return 1
 }
 
 func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {

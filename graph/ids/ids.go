@@ -51,13 +51,33 @@ func UnnamedPost(channel, key string) string {
 
 // Text is the id of the text of the post with id post. Texts are no
 // Nodes: Parse does not take their ids.
-func Text(post string) string { return encode(typeText + ":" + post) }
+func Text(post string) string { return Part(typeText, post, "") }
+
+// Part is the id, for normalized caches, of a value of type typ that
+// belongs to the object (or feed, or requested name) owner names: place
+// tells it from the owner's other values of that type (an index, a name),
+// "" for the owner's only one. An owner given with a place is an id or a
+// feed number, neither of which holds a "/", so two owners' parts never
+// share an id. Parts are no Nodes: Parse does not take their ids.
+func Part(typ, owner, place string) string {
+	if place == "" {
+		return encode(typ + ":" + owner)
+	}
+	return encode(typ + ":" + owner + "/" + place)
+}
+
+// Index is place for the i-th value of a list.
+func Index(i int) string { return strconv.Itoa(i) }
+
+// Feed is owner for the parts of the feed identified by feed
+// (feed.Page.Feed).
+func Feed(feed uint64) string { return strconv.FormatUint(feed, 36) }
 
 // FeedItem is the id of the item of post (its id) in the feed identified
 // by feed (feed.Page.Feed). Items are no Nodes: Parse does not take
 // their ids.
 func FeedItem(feed uint64, post string) string {
-	return encode(typeFeedItem + ":" + strconv.FormatUint(feed, 36) + "/" + post)
+	return Part(typeFeedItem, Feed(feed), post)
 }
 
 // Channel is the id of the channel with this username.

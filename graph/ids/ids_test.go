@@ -56,3 +56,29 @@ func TestParseRefusesForeignForms(t *testing.T) {
 		}
 	}
 }
+
+// Parts are keyed by owner and place, never two places one id, and keep
+// the form earlier releases gave texts and feed items, so caches persisted
+// by clients stay valid.
+func TestPartIDs(t *testing.T) {
+	b := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	p4, p41 := Post("alpha", 4), Post("alpha", 41)
+	if Text(p4) != b("Text:"+p4) || FeedItem(35, p4) != b("FeedItem:z/"+p4) {
+		t.Errorf("Text %s, FeedItem %s: the form changed", Text(p4), FeedItem(35, p4))
+	}
+	seen := map[string]bool{}
+	for _, id := range []string{
+		Part("Media", p4, Index(1)), Part("Media", p4, Index(11)), Part("Media", p41, Index(1)), Part("Media", p4, ""),
+		Part("Reaction", p4, Index(1)), Part("Poll", p4, ""), Part("PollOption", Part("Poll", p4, ""), Index(1)),
+		Part("FailedChannel", Feed(1), "alpha"), Part("FailedChannel", Feed(2), "alpha"), Part("FailedChannel", Feed(1), "Alpha"),
+		p4, Text(p4),
+	} {
+		if seen[id] {
+			t.Errorf("id %s given to two places", id)
+		}
+		seen[id] = true
+		if _, err := Parse(id); err == nil && id != p4 {
+			t.Errorf("Parse took the part id %s", id)
+		}
+	}
+}

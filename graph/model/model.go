@@ -118,7 +118,7 @@ func (p *Post) Text() *Text {
 func (p *Post) Media() []*Media {
 	out := make([]*Media, len(p.Content.Media))
 	for i := range p.Content.Media {
-		out[i] = &Media{m: &p.Content.Media[i]}
+		out[i] = &Media{m: &p.Content.Media[i], post: p, i: i}
 	}
 	return out
 }
@@ -128,7 +128,7 @@ func (p *Post) Poll() *Poll {
 	if p.Content.Poll == nil {
 		return nil
 	}
-	return &Poll{p: p.Content.Poll}
+	return &Poll{p: p.Content.Poll, post: p}
 }
 
 // Location is the shared map point, if any.
@@ -136,14 +136,14 @@ func (p *Post) Location() *Location {
 	if p.Content.Location == nil {
 		return nil
 	}
-	return &Location{l: p.Content.Location}
+	return &Location{l: p.Content.Location, post: p}
 }
 
 // InlineButtons are the URL buttons under the post.
 func (p *Post) InlineButtons() []*InlineButton {
 	out := make([]*InlineButton, len(p.Content.Inline))
 	for i, b := range p.Content.Inline {
-		out[i] = &InlineButton{Text: b.Title, URL: linkOrEmpty(b.URL)}
+		out[i] = &InlineButton{Text: b.Title, URL: linkOrEmpty(b.URL), post: p, i: i}
 	}
 	return out
 }
@@ -153,7 +153,7 @@ func (p *Post) Reply() *Reply {
 	if p.Content.Reply == nil {
 		return nil
 	}
-	return &Reply{r: p.Content.Reply}
+	return &Reply{r: p.Content.Reply, post: p}
 }
 
 // LinkPreview is the link preview card, if any.
@@ -161,7 +161,7 @@ func (p *Post) LinkPreview() *LinkPreview {
 	if p.Content.PreviewLink == nil {
 		return nil
 	}
-	return &LinkPreview{l: p.Content.PreviewLink}
+	return &LinkPreview{l: p.Content.PreviewLink, post: p}
 }
 
 // Reactions lists the reaction counters, each of them: one of a kind the
@@ -169,7 +169,7 @@ func (p *Post) LinkPreview() *LinkPreview {
 func (p *Post) Reactions() []*Reaction {
 	out := make([]*Reaction, len(p.Content.Reacts))
 	for i := range p.Content.Reacts {
-		out[i] = &Reaction{r: &p.Content.Reacts[i]}
+		out[i] = &Reaction{r: &p.Content.Reacts[i], post: p, i: i}
 	}
 	return out
 }
@@ -179,7 +179,7 @@ func (p *Post) ForwardedFrom() *Forward {
 	if p.Forwarded == nil {
 		return nil
 	}
-	return &Forward{f: p.Forwarded}
+	return &Forward{f: p.Forwarded, post: p}
 }
 
 // IsService reports a service message.
@@ -211,13 +211,20 @@ func (t *Text) HTMLAsServed() string { return t.t.HTML }
 func (t *Text) Entities() []*TextEntity {
 	out := make([]*TextEntity, len(t.t.Entities))
 	for i := range t.t.Entities {
-		out[i] = &TextEntity{e: &t.t.Entities[i]}
+		out[i] = &TextEntity{e: &t.t.Entities[i], text: t, i: i}
 	}
 	return out
 }
 
 // TextEntity is one formatted span.
-type TextEntity struct{ e *parser.Entity }
+type TextEntity struct {
+	e    *parser.Entity
+	text *Text
+	i    int // its place in the text's entities
+}
+
+// ID is the span's key for normalized caches: its text's and its place.
+func (e *TextEntity) ID() string { return ids.Part("TextEntity", e.text.ID(), ids.Index(e.i)) }
 
 func (e *TextEntity) Kind() EntityKind  { return EntityKindOf(e.e.Type) }
 func (e *TextEntity) Offset() int       { return e.e.Offset }
@@ -227,7 +234,15 @@ func (e *TextEntity) Language() *string { return optional(e.e.Language) }
 func (e *TextEntity) EmojiID() *string  { return optional(e.e.EmojiID) }
 
 // Media is one attachment.
-type Media struct{ m *parser.Media }
+type Media struct {
+	m    *parser.Media
+	post *Post
+	i    int // its place in the post's media
+}
+
+// ID is the attachment's key for normalized caches: its post's and its
+// place.
+func (m *Media) ID() string { return ids.Part("Media", m.post.GlobalID(), ids.Index(m.i)) }
 
 func (m *Media) Kind() MediaKind { return MediaKindOf(m.m.Type) }
 func (m *Media) URL() *string    { return link(m.m.URL) }
@@ -251,7 +266,14 @@ func (m *Media) DurationText() *string {
 }
 
 // Poll is a poll or quiz.
-type Poll struct{ p *parser.Poll }
+type Poll struct {
+	p    *parser.Poll
+	post *Post
+}
+
+// ID is the poll's key for normalized caches, its post's: a post has one
+// poll.
+func (p *Poll) ID() string { return ids.Part("Poll", p.post.GlobalID(), "") }
 
 func (p *Poll) Question() string  { return p.p.Question }
 func (p *Poll) Type() *string     { return optional(p.p.Type) }
@@ -266,7 +288,7 @@ func (p *Poll) Votes() *int64 {
 func (p *Poll) Options() []*PollOption {
 	out := make([]*PollOption, len(p.p.Options))
 	for i, o := range p.p.Options {
-		out[i] = &PollOption{Text: o.Name, Percent: o.Percent}
+		out[i] = &PollOption{Text: o.Name, Percent: o.Percent, poll: p, i: i}
 	}
 	return out
 }
@@ -275,10 +297,21 @@ func (p *Poll) Options() []*PollOption {
 type PollOption struct {
 	Text    string
 	Percent int
+	poll    *Poll
+	i       int // its place in the poll's options
 }
 
+// ID is the answer's key for normalized caches: its poll's and its place.
+func (o *PollOption) ID() string { return ids.Part("PollOption", o.poll.ID(), ids.Index(o.i)) }
+
 // Location is a shared map point.
-type Location struct{ l *parser.Location }
+type Location struct {
+	l    *parser.Location
+	post *Post
+}
+
+// ID is the point's key for normalized caches, its post's.
+func (l *Location) ID() string { return ids.Part("Location", l.post.GlobalID(), "") }
 
 func (l *Location) Latitude() *float64 {
 	if l.l.Latitude == 0 && l.l.Longitude == 0 {
@@ -300,10 +333,24 @@ func (l *Location) Map() *string     { return optional(l.l.Map) }
 type InlineButton struct {
 	Text string
 	URL  string
+	post *Post
+	i    int // its place under the post
+}
+
+// ID is the button's key for normalized caches: its post's and its place.
+func (b *InlineButton) ID() string {
+	return ids.Part("InlineButton", b.post.GlobalID(), ids.Index(b.i))
 }
 
 // Reply describes a replied-to message.
-type Reply struct{ r *parser.Reply }
+type Reply struct {
+	r    *parser.Reply
+	post *Post // the reply, not the message replied to
+}
+
+// ID is the reply's key for normalized caches, its post's: what a post
+// shows of the message it replies to belongs to that post.
+func (r *Reply) ID() string { return ids.Part("Reply", r.post.GlobalID(), "") }
 
 func (r *Reply) ToMessage() *int {
 	if r.r.ToMessage == 0 {
@@ -318,7 +365,14 @@ func (r *Reply) TextHTML() string { return r.r.Text.HTML }
 func (r *Reply) Cover() *string   { return optional(r.r.Cover) }
 
 // LinkPreview is a link preview card.
-type LinkPreview struct{ l *parser.PreviewLink }
+type LinkPreview struct {
+	l    *parser.PreviewLink
+	post *Post
+}
+
+// ID is the card's key for normalized caches, its post's: the same link
+// in two posts may be shown two ways.
+func (l *LinkPreview) ID() string { return ids.Part("LinkPreview", l.post.GlobalID(), "") }
 
 func (l *LinkPreview) URL() string       { return linkOrEmpty(l.l.URL) }
 func (l *LinkPreview) Title() *string    { return optional(l.l.Title) }
@@ -338,7 +392,14 @@ func (l *LinkPreview) DescriptionHTML() *string {
 }
 
 // Reaction is one reaction counter.
-type Reaction struct{ r *parser.React }
+type Reaction struct {
+	r    *parser.React
+	post *Post
+	i    int // its place under the post
+}
+
+// ID is the counter's key for normalized caches: its post's and its place.
+func (r *Reaction) ID() string { return ids.Part("Reaction", r.post.GlobalID(), ids.Index(r.i)) }
 
 func (r *Reaction) Kind() ReactionKind  { return ReactionKindOf(r.r.Type) }
 func (r *Reaction) Emoji() *string      { return optional(r.r.Emoji) }
@@ -348,7 +409,14 @@ func (r *Reaction) Count() int64        { return r.r.CountValue }
 func (r *Reaction) CountText() string   { return r.r.Count }
 
 // Forward is the source of a forwarded post.
-type Forward struct{ f *parser.Forwarded }
+type Forward struct {
+	f    *parser.Forwarded
+	post *Post // the forward
+}
+
+// ID is the source's key for normalized caches, its post's: the same
+// source forwarded twice is named as each post shows it.
+func (f *Forward) ID() string { return ids.Part("Forward", f.post.GlobalID(), "") }
 
 func (f *Forward) Name() string     { return f.f.Name.String }
 func (f *Forward) NameHTML() string { return f.f.Name.HTML }
@@ -379,7 +447,7 @@ func (c *Channel) TitleHTML() string { return c.c.Title.HTML }
 func (c *Channel) Avatar() *string   { return optional(c.c.Avatar) }
 func (c *Channel) URL() string       { return "https://t.me/" + c.c.Username }
 func (c *Channel) Counters() *Counters {
-	return &Counters{c: &c.c.Counters}
+	return &Counters{c: &c.c.Counters, channel: c}
 }
 func (c *Channel) Description() *string {
 	if c.c.Description == nil {
@@ -403,7 +471,13 @@ func (c *Channel) Verified() bool {
 }
 
 // Counters are a channel's counters.
-type Counters struct{ c *parser.Counters }
+type Counters struct {
+	c       *parser.Counters
+	channel *Channel
+}
+
+// ID is the counters' key for normalized caches, their channel's.
+func (c *Counters) ID() string { return ids.Part("Counters", c.channel.GlobalID(), "") }
 
 func (c *Counters) Subscribers() *int64      { return count(c.c.Subscribers, c.c.SubscribersCount) }
 func (c *Counters) SubscribersText() *string { return optional(c.c.Subscribers) }
@@ -414,6 +488,12 @@ func (c *Counters) Links() *int64            { return count(c.c.Links, c.c.Links
 
 // ChannelPreview is the card served at t.me/<username>.
 type ChannelPreview struct{ p *parser.Preview }
+
+// ID is the card's key for normalized caches, its channel's (not its Node
+// id: the card and the channel page are two types).
+func (p *ChannelPreview) ID() string {
+	return ids.Part("ChannelPreview", ids.Channel(p.p.Username), "")
+}
 
 // PreviewOf returns p as a ChannelPreview.
 func PreviewOf(p *parser.Preview) *ChannelPreview { return &ChannelPreview{p: p} }
@@ -445,10 +525,20 @@ type PreviewResult struct {
 	Error    *PreviewError
 }
 
+// ID is the result's key for normalized caches, the name as requested:
+// the outcome for a name, whichever request asked for it.
+func (r *PreviewResult) ID() string { return ids.Part("PreviewResult", r.Username, "") }
+
 // PreviewError says why a name has no preview.
 type PreviewError struct {
 	Code    ChannelErrorCode
 	Message string
+	Name    string // as requested
+}
+
+// ID is the error's key for normalized caches, its result's.
+func (e *PreviewError) ID() string {
+	return ids.Part("PreviewError", (&PreviewResult{Username: e.Name}).ID(), "")
 }
 
 // FeedConnection is one page of a feed.
@@ -488,7 +578,12 @@ type FailedChannel struct {
 	Username string
 	Code     ChannelErrorCode
 	Reason   string
+	Feed     uint64 // feed.Page.Feed
 }
+
+// ID is the failure's key for normalized caches: its feed's and the name
+// as requested, so that one feed's failure never shows in another.
+func (f *FailedChannel) ID() string { return ids.Part("FailedChannel", ids.Feed(f.Feed), f.Username) }
 
 // PageInfo says where a page sits in its connection.
 type PageInfo struct {
@@ -527,10 +622,21 @@ func count(text string, n int64) *int64 {
 }
 
 // ServiceMessage is a post's service message.
-type ServiceMessage parser.Service
+type ServiceMessage struct {
+	*parser.Service
+	post *Post
+}
 
 // ServiceMessage is the post's service message, nil for other posts.
-func (p *Post) ServiceMessage() *ServiceMessage { return (*ServiceMessage)(p.Service) }
+func (p *Post) ServiceMessage() *ServiceMessage {
+	if p.Service == nil {
+		return nil
+	}
+	return &ServiceMessage{Service: p.Service, post: p}
+}
+
+// ID is the message's key for normalized caches, its post's.
+func (s *ServiceMessage) ID() string { return ids.Part("ServiceMessage", s.post.GlobalID(), "") }
 
 // Kind is the parser's type as the schema's enum: one the schema has no
 // name for is OTHER.
