@@ -264,8 +264,9 @@ func previewNames(pagesFS fs.FS) []string {
 	return out
 }
 
-// liveChannel is the Valkey pub/sub channel live events travel on.
-const liveChannel = "tmefeed:live:v1"
+// liveStream is the Valkey stream live events are recorded in, for every
+// process to deliver and for subscribers to resume from.
+const liveStream = "tmefeed:live:v1:log"
 
 // stack is the service behind the listener: cache, origin client, page,
 // feed and GraphQL services and the HTTP handler, sized by one budget.
@@ -372,14 +373,16 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		HistoryMaxPages: cfg.HistoryMaxPages,
 	})
 	// Live updates: with Valkey, events found by the process that fetched
-	// a changed page reach every process's subscribers through pub/sub.
-	var bus live.Publisher
+	// a changed page are recorded in a stream that every process reads and
+	// its subscribers resume from; alone, in memory.
+	var events live.Log
 	if v, ok := pageCache.(*cache.Valkey); ok {
-		bus = v.Bus(liveChannel)
+		events = v.Stream(liveStream, cfg.LiveBacklog, cfg.LiveBacklogAge)
 	}
 	st.live, err = live.New(live.Config{
 		Pages:       st.pages,
-		Publisher:   bus,
+		Log:         events,
+		Backlog:     live.MemoryLogConfig{MaxLen: cfg.LiveBacklog, MaxAge: cfg.LiveBacklogAge},
 		MaxChannels: cfg.FeedMaxChannels,
 		Buffer:      cfg.SubBuffer,
 		Refresh:     cfg.Refresh,

@@ -42,13 +42,14 @@ type Query struct {
 
 // Live updates, served over WebSocket with the `graphql-transport-ws`
 // subprotocol (the `graphql-ws` package, Apollo, urql) and as Server-Sent
-// Events (POST /graphql with `Accept: text/event-stream`). A subscription
-// refused for what it asks (a document that does not parse or validate, a bad
-// argument, a channel that does not exist) is a graphql-transport-ws `error`
-// message. A stream that ends for any other reason but the client's own (a
-// limit, SLOW_SUBSCRIBER, SHUTTING_DOWN) sends a last payload holding only the
-// error, with `extensions.code`, then completes; so does every error on an
-// event stream. See the README, "Subscriptions".
+// Events (GET or POST /graphql with `Accept: text/event-stream`). A subscription
+// refused as it starts (a document that does not parse or validate, a bad
+// argument, a channel that does not exist, a limit) is a graphql-transport-ws
+// `error` message. A stream the server ends for SLOW_SUBSCRIBER sends a last
+// payload holding only the error, with `extensions.code`, then completes; so
+// does every error on an event stream. On shutdown, WebSocket connections
+// close with 1012 and event streams end, without complete, so that clients
+// connect again and resubscribe. See the README, "Subscriptions".
 type Subscription struct {
 }
 
