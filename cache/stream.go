@@ -2,7 +2,7 @@ package cache
 
 import (
 	"context"
-		"strconv"
+	"strconv"
 	"strings"
 	"time"
 
