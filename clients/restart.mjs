@@ -2,7 +2,7 @@
 // subscribed to the demo server's just_launched (a post every 15 s)
 // through a SIGTERM and a restart on the same port: each must receive a
 // post published after the restart with no code of ours reconnecting,
-// and report no error. TMEFEED is the server's executable.
+// and report no error; every update carries its event id in extensions. TMEFEED is the server's executable.
 import { spawn } from 'node:child_process';
 import WebSocket from 'ws';
 import { createClient as wsClient } from 'graphql-ws';
@@ -31,7 +31,9 @@ for (const [name, client] of [['ws', ws], ['sse', sse]]) {
     try {
       for await (const r of client.iterate({ query })) {
         if (r.errors) { warn.push(`${name}: ${JSON.stringify(r.errors)}`); continue; }
-        got[name].push(`${r.data.feedUpdates.kind} ${r.data.feedUpdates.post.messageId}`);
+        // Each update carries its event id, to resume after it.
+        if (!r.extensions || !/^\d+-\d+$/.test(r.extensions.eventId)) warn.push(`${name}: no extensions.eventId in ${JSON.stringify(r)}`);
+        got[name].push(`${r.data.feedUpdates.kind} ${r.data.feedUpdates.post.messageId} ${r.extensions && r.extensions.eventId}`);
         console.log(new Date().toISOString(), name, got[name].at(-1));
       }
       warn.push(`${name}: the iteration completed`);

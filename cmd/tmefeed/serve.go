@@ -26,6 +26,7 @@ import (
 	"github.com/tmefeed/tmefeed/graph"
 	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
+	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/origin"
@@ -264,10 +265,6 @@ func previewNames(pagesFS fs.FS) []string {
 	return out
 }
 
-// liveStream is the Valkey stream live events are recorded in, for every
-// process to deliver and for subscribers to resume from.
-const liveStream = "tmefeed:live:v1:log"
-
 // stack is the service behind the listener: cache, origin client, page,
 // feed and GraphQL services and the HTTP handler, sized by one budget.
 type stack struct {
@@ -377,7 +374,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	// its subscribers resume from; alone, in memory.
 	var events live.Log
 	if v, ok := pageCache.(*cache.Valkey); ok {
-		events = v.Stream(liveStream, cfg.LiveBacklog, cfg.LiveBacklogAge)
+		events = v.Stream(keys.LiveLog(), cfg.LiveBacklog, cfg.LiveBacklogAge)
 	}
 	st.live, err = live.New(live.Config{
 		Pages:       st.pages,
