@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -180,6 +181,22 @@ func TestResumeOverEventStream(t *testing.T) {
 	want := fmt.Sprintf(`NEW tmefeed_news/%d "after the return"`, live)
 	if u := back.idUpdates(1); u[0].String() != want || slices.Contains(seenIDs, u[0].id) {
 		t.Fatalf("live after the replay: %s %s, want %s after %s", u[0], u[0].id, want, seenIDs[2])
+	}
+
+	// A POST resumes the same way.
+	body, _ := json.Marshal(request{Query: resumeQuery, Variables: vars})
+	hr, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, e.srv.URL+"/graphql", bytes.NewReader(body))
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "text/event-stream")
+	hr.Header.Set("Last-Event-ID", seenIDs[0])
+	resp, err := e.srv.Client().Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	posted := &sse{t: t, resp: resp, sc: bufio.NewScanner(resp.Body)}
+	if texts, _ := strs(posted.idUpdates(3)); !slices.Equal(texts, append(missed[1:], want)) {
+		t.Fatalf("POST resuming after %s: %q, want %q", seenIDs[0], texts, append(missed[1:], want))
 	}
 
 	// A Last-Event-ID that is not an id is refused before the stream.

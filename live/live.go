@@ -89,7 +89,8 @@ type Config struct {
 	// and for subscribers to resume from (a Valkey stream when processes
 	// share one). nil: an in-process MemoryLog bounded by Backlog.
 	Log Log
-	// Backlog bounds the in-process log when Log is nil.
+	// Backlog bounds the in-process log when Log is nil, and the entries
+	// one resume reads from either.
 	Backlog MemoryLogConfig
 	// MaxChannels bounds the channels of one subscription.
 	MaxChannels int
@@ -481,7 +482,10 @@ func (h *Hub) maxReplay() int {
 	if ml, ok := h.rec.(*MemoryLog); ok {
 		return ml.cfg.MaxLen
 	}
-	return max(h.cfg.Backlog.MaxLen, DefaultBacklogLen)
+	if h.cfg.Backlog.MaxLen > 0 {
+		return h.cfg.Backlog.MaxLen
+	}
+	return DefaultBacklogLen
 }
 
 // replay reads the log's entries after id for s, subscribed already, and
