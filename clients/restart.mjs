@@ -2,7 +2,7 @@
 // subscribed to the demo server's just_launched (a post every 15 s)
 // through a SIGTERM and a restart on the same port: each must receive a
 // post published after the restart with no code of ours reconnecting,
-// and report no error.
+// and report no error; every update carries its event id in extensions.
 import WebSocket from 'ws';
 import { createClient as wsClient } from 'graphql-ws';
 import { createClient as sseClient } from 'graphql-sse';
@@ -27,7 +27,9 @@ export async function restartSubscriptions(server) {
       try {
         for await (const r of client.iterate({ query })) {
           if (r.errors) { errors.push(`${name}: ${JSON.stringify(r.errors)}`); continue; }
-          got[name].push(`${r.data.feedUpdates.kind} ${r.data.feedUpdates.post.messageId}`);
+          // Each update carries its event id, to resume after it.
+          if (!r.extensions || !/^\d+-\d+$/.test(r.extensions.eventId)) errors.push(`${name}: no extensions.eventId in ${JSON.stringify(r)}`);
+          got[name].push(`${r.data.feedUpdates.kind} ${r.data.feedUpdates.post.messageId} ${r.extensions && r.extensions.eventId}`);
           console.log(new Date().toISOString(), name, got[name].at(-1));
         }
         errors.push(`${name}: the iteration completed`);

@@ -263,7 +263,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		FeedUpdates func(childComplexity int, channels []string, filter *model.FeedFilter) int
+		FeedUpdates func(childComplexity int, channels []string, filter *model.FeedFilter, after *string) int
 	}
 
 	Text struct {
@@ -305,7 +305,7 @@ type QueryResolver interface {
 	Feed(ctx context.Context, channels []string, first *int, after *string, last *int, before *string, order *model.FeedOrder, filter *model.FeedFilter) (*model.FeedConnection, error)
 }
 type SubscriptionResolver interface {
-	FeedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error)
+	FeedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter, after *string) (<-chan *model.FeedUpdate, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1284,7 +1284,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.FeedUpdates(childComplexity, args["channels"].([]string), args["filter"].(*model.FeedFilter)), true
+		return e.ComplexityRoot.Subscription.FeedUpdates(childComplexity, args["channels"].([]string), args["filter"].(*model.FeedFilter), args["after"].(*string)), true
 
 	case "Text.entities":
 		if e.ComplexityRoot.Text.Entities == nil {
@@ -2278,6 +2278,14 @@ func (ec *executionContext) field_Subscription_feedUpdates_args(ctx context.Cont
 		return nil, err
 	}
 	args["filter"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -6224,7 +6232,7 @@ func (ec *executionContext) _Subscription_feedUpdates(ctx context.Context, field
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().FeedUpdates(ctx, fc.Args["channels"].([]string), fc.Args["filter"].(*model.FeedFilter))
+			return ec.Resolvers.Subscription().FeedUpdates(ctx, fc.Args["channels"].([]string), fc.Args["filter"].(*model.FeedFilter), fc.Args["after"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.FeedUpdate) graphql.Marshaler {

@@ -406,7 +406,7 @@ func complexity(fetch, historyPages int) ComplexityRoot {
 	}
 	// A subscription is priced as a feed of one post per event: its
 	// channels are watched (and refreshed) while it is open.
-	c.Subscription.FeedUpdates = func(child int, channels []string, _ *model.FeedFilter) int {
+	c.Subscription.FeedUpdates = func(child int, channels []string, _ *model.FeedFilter, _ *string) int {
 		return len(channels)*fetch + child
 	}
 	c.Channel.Posts = func(child int, first *int, _, _ *string, _ *int) int {

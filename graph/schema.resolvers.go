@@ -104,8 +104,8 @@ func (r *queryResolver) Feed(ctx context.Context, channels []string, first *int,
 }
 
 // FeedUpdates is the resolver for the feedUpdates field.
-func (r *subscriptionResolver) FeedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error) {
-	return r.feedUpdates(ctx, channels, filter)
+func (r *subscriptionResolver) FeedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter, after *string) (<-chan *model.FeedUpdate, error) {
+	return r.feedUpdates(ctx, channels, filter, after)
 }
 
 // Channel returns ChannelResolver implementation.

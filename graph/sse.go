@@ -15,6 +15,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"github.com/tmefeed/tmefeed/live"
 )
 
 const mediaEventStream = "text/event-stream"
@@ -143,6 +145,15 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 		a.refuse(http.StatusBadRequest, CodeBadRequest, noQueryMessage)
 		return
 	}
+	// An EventSource sends the id of the last event it received when it
+	// reconnects: the subscription resumes after it.
+	resume := strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	if resume != "" {
+		if _, err := live.ParseEventID(resume); err != nil {
+			a.refuse(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID: "+strconv.Quote(clip(resume))+" is not an event id; send the id: of the last event received")
+			return
+		}
+	}
 	tr.drop()
 
 	// The stream outlives the server's read and write timeouts: the read
@@ -172,7 +183,7 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 			}
 		}()
 	}
-	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client}
+	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client, resume: resume, eventID: sw.nextID}
 	if t.scope != nil {
 		se.scope = t.scope(r)
 	}
@@ -198,7 +209,18 @@ type streamWriter struct {
 
 	mu      sync.Mutex
 	stopped bool
+	id      string // the id of the update written next
 }
+
+// nextID gives the update written next its id: line.
+func (s *streamWriter) nextID(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.mu.Unlock()
+}
+
+// nextEvent is how the transport begins an update's frame.
+var nextEvent = []byte("event: next\n")
 
 func (s *streamWriter) Header() http.Header { return s.w.Header() }
 
@@ -217,6 +239,17 @@ func (s *streamWriter) Write(b []byte) (int, error) {
 		return 0, io.ErrClosedPipe
 	}
 	_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if s.id != "" && bytes.HasPrefix(b, nextEvent) {
+		// The transport writes each frame at once: the id goes in it.
+		frame := make([]byte, 0, len(b)+len(s.id)+5)
+		frame = append(append(append(append(frame, nextEvent...), "id: "...), s.id...), '\n')
+		frame = append(frame, b[len(nextEvent):]...)
+		s.id = ""
+		if _, err := s.w.Write(frame); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
 	return s.w.Write(b)
 }
 

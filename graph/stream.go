@@ -13,6 +13,8 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/tmefeed/tmefeed/live"
 )
 
 // Codes of a stream the server ends itself (see streamEnd).
@@ -275,6 +277,49 @@ type streamEnd struct {
 	// it held (drainedStream); waiting while the transport waits for the
 	// next response, that is, has written the last one.
 	drained, waiting bool
+	// resume is the event id an event stream's Last-Event-ID resumes
+	// after ("" none); notes the ids of the updates the resolver has
+	// sent and the transport not yet written, oldest first (noteEvent).
+	resume string
+	notes  []eventNote
+}
+
+// eventNote is what the transport adds to one update's payload.
+type eventNote struct {
+	id  live.EventID
+	gap bool
+}
+
+// noteEvent tells the transport the id of the update ctx's resolver sends
+// next, and whether events may have been missed before it; the transport
+// writes one payload for each update, in order.
+func noteEvent(ctx context.Context, id live.EventID, gap bool) {
+	if e, ok := ctx.Value(streamEndKey{}).(*streamEnd); ok {
+		e.mu.Lock()
+		e.notes = append(e.notes, eventNote{id, gap})
+		e.mu.Unlock()
+	}
+}
+
+// nextNote takes the note of the update just received from the resolver.
+func (e *streamEnd) nextNote() (eventNote, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.notes) == 0 {
+		return eventNote{}, false
+	}
+	n := e.notes[0]
+	e.notes = e.notes[1:]
+	return n, true
+}
+
+// resumeFrom is the event id ctx's event stream resumes after
+// (Last-Event-ID), or "".
+func resumeFrom(ctx context.Context) string {
+	if e, ok := ctx.Value(streamEndKey{}).(*streamEnd); ok {
+		return e.resume
+	}
+	return ""
 }
 
 func (e *streamEnd) isDrained() bool {
@@ -356,6 +401,11 @@ type streamExec struct {
 	// (HandlerConfig.Scope).
 	scope  func(channel string) bool
 	client string // the stream's client, for the origin budget (clientOf)
+	// resume is an event stream's Last-Event-ID (checked), "" none.
+	resume string
+	// eventID, when set, hears the id of each update about to be
+	// written (the event stream's id: line).
+	eventID func(id string)
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
@@ -416,7 +466,7 @@ func outOfScope(rc *graphql.OperationContext, f graphql.CollectedField, scope fu
 }
 
 func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
-	end := &streamEnd{client: e.client, start: &startTurn{places: e.streams.starting}}
+	end := &streamEnd{client: e.client, start: &startTurn{places: e.streams.starting}, resume: e.resume}
 	release, gerr := e.streams.admit(e.conn, end)
 	if gerr != nil {
 		if e.conn != nil {
@@ -460,6 +510,23 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 		resp := responses(ctx)
 		end.setWaiting(false)
 		if resp != nil {
+			if n, ok := end.nextNote(); ok && !n.id.IsZero() {
+				if resp.Extensions == nil {
+					resp.Extensions = map[string]any{}
+				}
+				resp.Extensions["eventId"] = n.id.String()
+				if n.gap {
+					resp.Extensions["missedEvents"] = true
+				}
+				if e.eventID != nil {
+					e.eventID(n.id.String())
+				}
+			} else if ok && n.gap {
+				if resp.Extensions == nil {
+					resp.Extensions = map[string]any{}
+				}
+				resp.Extensions["missedEvents"] = true
+			}
 			return resp
 		}
 		finished = true

@@ -35,15 +35,20 @@ var updateKinds = map[live.Kind]model.FeedUpdateKind{
 // the server shuts down. Its arguments and channels are checked before the
 // stream starts; a refusal is marked (refuseStream) so that WebSocket
 // clients receive it as an error message.
-func (r *Resolver) feedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error) {
-	out, err := r.startUpdates(ctx, channels, filter)
+// after (or, over an event stream, its Last-Event-ID) resumes it.
+func (r *Resolver) feedUpdates(ctx context.Context, channels []string, filter *model.FeedFilter, after *string) (<-chan *model.FeedUpdate, error) {
+	from := resumeFrom(ctx)
+	if after != nil {
+		from = *after
+	}
+	out, err := r.startUpdates(ctx, channels, filter, from)
 	if err != nil {
 		refuseStream(ctx)
 	}
 	return out, err
 }
 
-func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *model.FeedFilter) (<-chan *model.FeedUpdate, error) {
+func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *model.FeedFilter, after string) (<-chan *model.FeedUpdate, error) {
 	if r.live == nil {
 		return nil, errors.New("graph: subscriptions are not served: HandlerConfig.Live is nil")
 	}
@@ -54,11 +59,16 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 	if err != nil {
 		return nil, err
 	}
+	if after != "" {
+		if _, err := live.ParseEventID(after); err != nil {
+			return nil, inputError("after: %q is not an event id; give the eventId of the last update received", clip(after))
+		}
+	}
 	// Watched before the channels are looked up (the hub checks the
 	// arguments first), so that nothing published meanwhile is missed;
 	// unwatched if they are refused.
 	watch, unwatch := context.WithCancel(ctx)
-	sub, err := r.live.Subscribe(watch, live.Request{Channels: channels, Filter: f})
+	sub, err := r.live.Subscribe(watch, live.Request{Channels: channels, Filter: f, After: after})
 	if err != nil {
 		unwatch()
 		return nil, err
@@ -78,12 +88,22 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 		defer close(out)
 		defer unwatch()
 		defer release() // the updater stops refreshing them for this client
+		replay, gap := sub.Replay()
 		send := func(ev live.Event) bool {
+			// The transport gives the update its id (and says the
+			// gap, once) as it writes it.
+			noteEvent(ctx, ev.ID, gap)
+			gap = false
 			select {
 			case out <- model.UpdateOf(updateKinds[ev.Kind], ev.Channel, ev.Post):
 				return true
 			case <-ctx.Done():
 				return false
+			}
+		}
+		for _, ev := range replay {
+			if !send(ev) {
+				return
 			}
 		}
 		for {

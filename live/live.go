@@ -3,11 +3,13 @@
 // updater refreshes the popular and the watched channels shortly before
 // their refresh point, and the process that fetched a changed page (the
 // cache lease holder) compares it with the copy it replaces and publishes
-// the resulting events, through a Publisher to every process when there
-// are several. See docs/live.md.
+// the resulting events in a Log that every process reads (a Valkey stream
+// when there are several), which subscribers that reconnect resume from.
+// See docs/live.md.
 package live
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -38,6 +40,9 @@ const (
 
 // Event is one change of one post.
 type Event struct {
+	// ID orders the event among every process's (see Log); zero for an
+	// event delivered by its finder alone because the log failed.
+	ID      EventID
 	Kind    Kind
 	Channel *parser.Channel // the channel's header as on the page the change was seen on
 	Post    *parser.Post    // for Removed: the post as last seen
@@ -51,6 +56,11 @@ type Request struct {
 	Channels []string
 	// Filter keeps the posts feed's filter keeps.
 	Filter feed.Filter
+	// After, when set, resumes a subscription: the backlog's events after
+	// this id come first (Subscription.Replay), then the live ones after
+	// them, none twice. An id in the format the events carry; a malformed
+	// one is ErrBadEventID.
+	After string
 }
 
 var (
@@ -75,9 +85,13 @@ type Config struct {
 	// Pages is the page service whose channels the Hub watches; New makes
 	// the Hub its Watcher. Required.
 	Pages *pages.Service
-	// Publisher carries events between processes (Valkey pub/sub). nil
-	// delivers in this process only.
-	Publisher Publisher
+	// Log records every event, in order, for every process to deliver
+	// and for subscribers to resume from (a Valkey stream when processes
+	// share one). nil: an in-process MemoryLog bounded by Backlog.
+	Log Log
+	// Backlog bounds the in-process log when Log is nil, and the entries
+	// one resume reads from either.
+	Backlog MemoryLogConfig
 	// MaxChannels bounds the channels of one subscription.
 	MaxChannels int
 	// Buffer is how many events a subscriber may leave unread before it is
@@ -98,7 +112,7 @@ type Hub struct {
 	cfg  Config
 	log  *slog.Logger
 	now  func() time.Time
-	pub  Publisher
+	rec  Log
 	upd  *updater
 	diff chan pages.Change
 	feed atomic.Pointer[FeedCache] // nil until TellFeeds
@@ -150,9 +164,16 @@ func New(cfg Config) (*Hub, error) {
 		cfg:  cfg,
 		log:  cfg.Logger,
 		now:  cfg.Now,
-		pub:  cfg.Publisher,
+		rec:  cfg.Log,
 		diff: make(chan pages.Change, 256),
 		subs: map[string]map[*Subscription]struct{}{},
+	}
+	if h.rec == nil {
+		bl := cfg.Backlog
+		if bl.Now == nil {
+			bl.Now = cfg.Now
+		}
+		h.rec = NewMemoryLog(bl)
 	}
 	h.base, h.cancel = context.WithCancel(context.Background())
 	upd, err := newUpdater(h, cfg.Updater)
@@ -161,9 +182,7 @@ func New(cfg Config) (*Hub, error) {
 	}
 	h.upd = upd
 	h.wg.Go(h.compare)
-	if h.pub != nil {
-		h.wg.Go(h.receive)
-	}
+	h.wg.Go(h.receive)
 	if h.upd != nil {
 		h.wg.Go(h.upd.run)
 	}
@@ -246,26 +265,31 @@ func (h *Hub) settle(c pages.Change) {
 	}
 }
 
-// send delivers events to every process: through the Publisher, or here
-// when there is none or it fails.
+// send records events in the log, whence every process (this one too)
+// delivers them; when recording fails the finder delivers them here,
+// without ids.
 func (h *Hub) send(channel string, events []Event) {
-	if h.pub != nil {
-		msg, err := encode(channel, events)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(h.base, publishTimeout)
-			err = h.pub.Publish(ctx, msg)
-			cancel()
-			if err == nil {
-				return // delivered here when it comes back through Receive
-			}
+	msgs := make([][]byte, len(events))
+	var err error
+	for i := range events {
+		if msgs[i], err = encode(channel, events[i:i+1]); err != nil {
+			break
 		}
-		h.publishErrors.Add(1)
-		h.log.Warn("live: publishing events failed; delivering in this process only", "channel", channel, "err", err)
 	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(h.base, publishTimeout)
+		_, err = h.rec.Append(ctx, msgs)
+		cancel()
+		if err == nil {
+			return // delivered here when receive reads it
+		}
+	}
+	h.publishErrors.Add(1)
+	h.log.Warn("live: recording events failed; delivering in this process only", "channel", channel, "err", err)
 	h.deliver(channel, events)
 }
 
-// publishTimeout bounds one Publish.
+// publishTimeout bounds one Append.
 const publishTimeout = 2 * time.Second
 
 // maxQueuedBytes bounds the replaced pages waiting to be compared (a page
@@ -273,26 +297,75 @@ const publishTimeout = 2 * time.Second
 // reach subscribers with the next change of that page.
 const maxQueuedBytes = 4 << 20
 
-// receive delivers what every process publishes to this one's subscribers.
+// readWait is how long one Log.Read waits for news; readBatch how many
+// entries it takes at most.
+const (
+	readWait  = 5 * time.Second
+	readBatch = 256
+)
+
+// receive delivers the log's entries, in order, to this process's
+// subscribers, from the newest held when the Hub started. A failed read
+// is retried from the last entry delivered, so a blip of the connection
+// to Valkey loses nothing the log still holds.
 func (h *Hub) receive() {
+	last := "0-0"
 	for {
-		err := h.pub.Receive(h.base, func(msg []byte) {
-			channel, events, err := decode(msg)
-			if err != nil {
-				h.log.Warn("live: unreadable event message", "err", err)
-				return
-			}
-			h.deliver(channel, events)
-		})
+		_, l, _, err := h.rec.Bounds(h.base)
+		if err == nil {
+			last = l
+			break
+		}
+		h.log.Warn("live: reading the event log's bounds failed; retrying", "err", err)
+		if !h.pause(time.Second) {
+			return
+		}
+	}
+	for {
+		ids, msgs, err := h.rec.Read(h.base, last, readBatch, readWait)
 		if h.base.Err() != nil {
 			return
 		}
-		h.log.Warn("live: event subscription ended; resubscribing", "err", err)
-		select {
-		case <-h.base.Done():
-			return
-		case <-time.After(time.Second):
+		if err != nil {
+			h.log.Warn("live: reading the event log failed; retrying", "err", err)
+			if !h.pause(time.Second) {
+				return
+			}
+			continue
 		}
+		var batch []Event
+		var batchCh string
+		for i := range ids {
+			last = ids[i]
+			id, err := ParseEventID(ids[i])
+			channel, evs, derr := decode(msgs[i])
+			if err = cmp.Or(err, derr); err != nil {
+				h.log.Warn("live: unreadable event", "id", ids[i], "err", err)
+				continue
+			}
+			for j := range evs {
+				evs[j].ID = id
+			}
+			if channel != batchCh && len(batch) > 0 {
+				h.deliver(batchCh, batch)
+				batch = nil
+			}
+			batchCh = channel
+			batch = append(batch, evs...)
+		}
+		if len(batch) > 0 {
+			h.deliver(batchCh, batch)
+		}
+	}
+}
+
+// pause waits d unless the Hub closes first (false).
+func (h *Hub) pause(d time.Duration) bool {
+	select {
+	case <-h.base.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 
@@ -326,7 +399,7 @@ func (h *Hub) deliver(channel string, events []Event) {
 	defer h.mu.RUnlock()
 	for s := range h.subs[channel] {
 		for i := range events {
-			if !s.match.Match(events[i].Post) || events[i].Kind == KindNew && events[i].Post.Footer.Date.Unix < s.since {
+			if !s.match.Match(events[i].Post) || events[i].Kind == KindNew && s.since != 0 && events[i].Post.Footer.Date.Unix < s.since {
 				continue
 			}
 			if !s.send(events[i]) {
@@ -357,12 +430,25 @@ func (h *Hub) Subscribe(ctx context.Context, req Request) (*Subscription, error)
 	case len(channels) > h.cfg.MaxChannels:
 		return nil, fmt.Errorf("%w: %d channels, at most %d: %w", ErrTooManyChannels, len(channels), h.cfg.MaxChannels, feed.ErrBadRequest)
 	}
+	var after EventID
+	if req.After != "" {
+		var err error
+		if after, err = ParseEventID(req.After); err != nil {
+			return nil, fmt.Errorf("%w: %w", err, feed.ErrBadRequest)
+		}
+	}
 	m, err := feed.CompileFilter(req.Filter)
 	if err != nil {
 		return nil, err
 	}
 	s := &Subscription{hub: h, channels: channels, match: m, events: make(chan Event, h.cfg.Buffer),
 		since: h.now().Add(-postDateSlack).Unix()}
+	if req.After != "" {
+		// A resumer was subscribed all along: every event after its last
+		// is news to it, whatever its post's date. Live events wait in
+		// held until the backlog is read.
+		s.since, s.resuming, s.head = 0, true, after
+	}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -385,7 +471,73 @@ func (h *Hub) Subscribe(ctx context.Context, req Request) (*Subscription, error)
 	s.mu.Lock()
 	s.stop = stop
 	s.mu.Unlock()
+	if s.resuming {
+		h.replay(ctx, s, after)
+	}
 	return s, nil
+}
+
+// maxReplay bounds the entries one resume reads: a backlog's worth.
+func (h *Hub) maxReplay() int {
+	if ml, ok := h.rec.(*MemoryLog); ok {
+		return ml.cfg.MaxLen
+	}
+	if h.cfg.Backlog.MaxLen > 0 {
+		return h.cfg.Backlog.MaxLen
+	}
+	return DefaultBacklogLen
+}
+
+// replay reads the log's entries after id for s, subscribed already, and
+// then lets its live events through from the last entry read on: an event
+// both read here and delivered live is sent once, and none delivered
+// meanwhile is lost (they wait in s.held).
+func (h *Hub) replay(ctx context.Context, s *Subscription, after EventID) {
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	head := after
+	var replay []Event
+	first, last, ok, err := h.rec.Bounds(ctx)
+	gap := err != nil || missed(after, first, last, ok)
+	for n := 0; err == nil && n < h.maxReplay(); {
+		var ids []string
+		var msgs [][]byte
+		ids, msgs, err = h.rec.Range(ctx, head.String(), min(readBatch, h.maxReplay()-n))
+		if err != nil || len(ids) == 0 {
+			break
+		}
+		n += len(ids)
+		for i := range ids {
+			id, perr := ParseEventID(ids[i])
+			channel, evs, derr := decode(msgs[i])
+			if perr != nil {
+				continue
+			}
+			head = id
+			if derr != nil || !slices.Contains(s.channels, channel) {
+				continue
+			}
+			for _, ev := range evs {
+				if s.match.Match(ev.Post) {
+					ev.ID = id
+					replay = append(replay, ev)
+				}
+			}
+		}
+	}
+	if err != nil {
+		gap = true
+		h.log.Warn("live: reading the backlog for a resuming subscriber failed", "err", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replay, s.gap, s.head, s.resuming = replay, gap, head, false
+	for _, e := range s.held {
+		if !s.done && (e.ID.IsZero() || e.ID.Compare(head) > 0) {
+			s.events <- e // held is at most cap(events), and events is empty yet
+		}
+	}
+	s.held = nil
 }
 
 // remove ends s with err (nil: its ctx ended) unless it has ended.
@@ -485,13 +637,32 @@ type Subscription struct {
 	hub      *Hub
 	channels []string
 	match    feed.Matcher
-	since    int64 // Unix seconds: NEW posts dated before are not news to this subscriber
+	since    int64 // Unix seconds: NEW posts dated before are not news to this subscriber; 0: all are
 	events   chan Event
 	stop     func() bool
 
 	mu   sync.Mutex // orders sends against closing events
 	done bool
 	err  error
+
+	// Resuming (Request.After): live events wait in held while the
+	// backlog is read; then only those after head are sent.
+	resuming bool
+	held     []Event
+	head     EventID
+	replay   []Event
+	gap      bool
+}
+
+// Replay returns, for a resumed subscription (Request.After), the
+// backlog's events after the id it gave, in order, before anything on
+// Events; and gap reports that the backlog no longer held every event
+// after that id (it was older than the backlog's bounds, or reading the
+// backlog failed), so some may be missing.
+func (s *Subscription) Replay() (events []Event, gap bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replay, s.gap
 }
 
 // Events delivers the subscription's events. It is closed when the
@@ -518,11 +689,25 @@ func (s *Subscription) send(e Event) bool {
 		s.mu.Unlock()
 		return false
 	}
-	select {
-	case s.events <- e:
+	if !e.ID.IsZero() && !s.head.IsZero() && e.ID.Compare(s.head) <= 0 {
 		s.mu.Unlock()
-		return true
-	default:
+		return true // replayed already, or before the id resumed from
+	}
+	full := false
+	if s.resuming {
+		if full = len(s.held) == cap(s.events); !full {
+			s.held = append(s.held, e)
+			s.mu.Unlock()
+			return true
+		}
+	}
+	if !full {
+		select {
+		case s.events <- e:
+			s.mu.Unlock()
+			return true
+		default:
+		}
 	}
 	s.mu.Unlock()
 	// Full: the subscriber fell behind. Unlinking takes the Hub's write

@@ -221,7 +221,7 @@ func TestTwoProcessesShareUpdatesThroughValkey(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { v.Close() })
-		procs = append(procs, w.process(t, processOptions{cache: v, hub: live.Config{Publisher: v.Bus("tmefeed:test:live")}}))
+		procs = append(procs, w.process(t, processOptions{cache: v, hub: live.Config{Log: v.Stream("tmefeed:test:live", 1000, time.Minute)}}))
 	}
 	var subs []*live.Subscription
 	for _, p := range procs {

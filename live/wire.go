@@ -2,27 +2,14 @@ package live
 
 import (
 	"bytes"
-	"context"
 	"encoding/gob"
 	"fmt"
 
 	"github.com/tmefeed/tmefeed/parser"
 )
 
-// Publisher carries events between the processes sharing a Valkey: the
-// process that found a change publishes it once, and every process
-// (itself included) receives it and delivers it to its own subscribers.
-// cache.ValkeyBus is one.
-type Publisher interface {
-	// Publish sends msg to every process receiving.
-	Publish(ctx context.Context, msg []byte) error
-	// Receive calls fn with every message published until ctx ends or the
-	// connection fails; the Hub calls it again after a failure. fn must
-	// not block.
-	Receive(ctx context.Context, fn func(msg []byte)) error
-}
-
-// message is the events of one change as they travel between processes.
+// message is events of one channel as the Log records them (the Hub
+// records one event a message, so that each has its own id).
 // gob carries the parser's model exactly (nil and empty lists, fields the
 // REST JSON leaves out).
 type message struct {

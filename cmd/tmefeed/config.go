@@ -68,6 +68,8 @@ type serveConfig struct {
 	MaxConnections       int           // MAX_CONNECTIONS, --max-connections (0 = no bound)
 	ConnsPerClient       int           // CONNECTIONS_PER_CLIENT, --connections-per-client (0 = no bound)
 	SubBuffer            int           // SUBSCRIPTION_BUFFER, --subscription-buffer
+	LiveBacklog          int           // LIVE_BACKLOG, --live-backlog
+	LiveBacklogAge       time.Duration // LIVE_BACKLOG_AGE, --live-backlog-age
 	WSInitTimeout        time.Duration // WS_INIT_TIMEOUT, --ws-init-timeout
 	StreamKeepAlive      time.Duration // STREAM_KEEPALIVE, --stream-keepalive
 	APIKeysFile          string        // API_KEYS_FILE, --api-keys-file ("" = no keys: every route open)
@@ -151,6 +153,8 @@ var serveSettings = []setting{
 	{"CONNECTIONS_PER_CLIENT", "connections-per-client", "1024", "most TCP connections one peer address (an IPv6 /64 as one; TRUSTED_PROXIES not counted) keeps open at once, answered 429 with Retry-After and closed beyond; at least STREAMS_PER_CLIENT; 0 = no bound"},
 	{"SUBSCRIBED_CHANNELS_PER_CLIENT", "subscribed-channels-per-client", strconv.Itoa(defaultSubChannels), "most distinct channels one client (as STREAMS_PER_CLIENT counts clients) keeps subscribed at once over all its streams, each refreshed by the updater once a window on the origin budget; a subscription beyond is refused with RATE_LIMITED; 0 = no cap"},
 	{"SUBSCRIPTION_BUFFER", "subscription-buffer", "64", "events a subscriber may leave unread before its subscription ends with SLOW_SUBSCRIBER"},
+	{"LIVE_BACKLOG", "live-backlog", "10000", "most change events kept for subscribers that reconnect to resume from (Last-Event-ID, feedUpdates' after), shared through Valkey when set"},
+	{"LIVE_BACKLOG_AGE", "live-backlog-age", "5m", "how long change events are kept for subscribers to resume from; a subscriber away longer is told it missed some"},
 	{"WS_INIT_TIMEOUT", "ws-init-timeout", "10s", "how long a new WebSocket connection has to send connection_init"},
 	{"STREAM_KEEPALIVE", "stream-keepalive", "15s", "interval of keep-alive pings on WebSocket connections and event streams; a WebSocket client answering none within two is dropped"},
 	{"API_KEYS_FILE", "api-keys-file", "", "file of API keys (one consumer a line: name, sha256:<key hash>, optional rpm= origin_rpm= streams=; `tmefeed keys add NAME` writes one), reloaded on SIGHUP; the routes that read pages and feeds then need a key; empty = every route open"},
@@ -352,6 +356,11 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.SubsPerConnection = positive("SUBSCRIPTIONS_PER_CONNECTION", 1000)
 	cfg.SubsMax = positive("SUBSCRIPTIONS_MAX", 1_000_000)
 	cfg.SubBuffer = positive("SUBSCRIPTION_BUFFER", 100_000)
+	cfg.LiveBacklog = positive("LIVE_BACKLOG", 1_000_000)
+	cfg.LiveBacklogAge = duration(*vals["LIVE_BACKLOG_AGE"], func(err error) { bad("LIVE_BACKLOG_AGE", err) }, false)
+	if cfg.LiveBacklogAge > 0 && cfg.LiveBacklogAge < time.Second {
+		bad("LIVE_BACKLOG_AGE", errors.New("want at least 1s"))
+	}
 	if cfg.StreamsPerClient, err = strconv.Atoi(*vals["STREAMS_PER_CLIENT"]); err != nil || cfg.StreamsPerClient < 0 {
 		bad("STREAMS_PER_CLIENT", errors.New("want a whole number of streams, 0 for no bound"))
 	} else if cfg.SubsMax > 0 && cfg.StreamsPerClient > cfg.SubsMax {

@@ -31,6 +31,7 @@ func TestServeConfigDefaults(t *testing.T) {
 		FrameAncestors: "*", EmbedPoll: 15 * time.Second,
 		Compression: true, CompressionMinBytes: 1024,
 		SubsPerConnection: 16, SubsMax: 10_000, SubBuffer: 64, StreamsPerClient: 256,
+		LiveBacklog: 10_000, LiveBacklogAge: 5 * time.Minute,
 		MaxConnections: 20_000, ConnsPerClient: 1024,
 		WSInitTimeout: 10 * time.Second, StreamKeepAlive: 15 * time.Second,
 		Anonymous: "off",

@@ -26,6 +26,7 @@ import (
 	"github.com/tmefeed/tmefeed/graph"
 	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
+	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/metrics"
 	"github.com/tmefeed/tmefeed/origin"
@@ -278,9 +279,6 @@ func previewNames(pagesFS fs.FS) []string {
 	return out
 }
 
-// liveChannel is the Valkey pub/sub channel live events travel on.
-const liveChannel = "tmefeed:live:v1"
-
 // stack is the service behind the listener: cache, origin client, page,
 // feed and GraphQL services and the HTTP handler, sized by one budget.
 type stack struct {
@@ -387,14 +385,16 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		MediaOrigins:    cfg.mediaOrigins(),
 	})
 	// Live updates: with Valkey, events found by the process that fetched
-	// a changed page reach every process's subscribers through pub/sub.
-	var bus live.Publisher
+	// a changed page are recorded in a stream that every process reads and
+	// its subscribers resume from; alone, in memory.
+	var events live.Log
 	if v, ok := pageCache.(*cache.Valkey); ok {
-		bus = v.Bus(liveChannel)
+		events = v.Stream(keys.LiveLog(), cfg.LiveBacklog, cfg.LiveBacklogAge)
 	}
 	st.live, err = live.New(live.Config{
 		Pages:       st.pages,
-		Publisher:   bus,
+		Log:         events,
+		Backlog:     live.MemoryLogConfig{MaxLen: cfg.LiveBacklog, MaxAge: cfg.LiveBacklogAge},
 		MaxChannels: cfg.FeedMaxChannels,
 		Buffer:      cfg.SubBuffer,
 		Refresh:     cfg.Refresh,

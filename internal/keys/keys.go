@@ -63,3 +63,7 @@ func ClientBudget(client string) string { return "tme:v1:{budget}:client:" + cli
 // from the origin budget lately (package gcra), in Budget's slot: a
 // process that cannot reach Valkey spends its share of the budget, 1/N.
 func BudgetProcesses() string { return "tme:v1:{budget}:processes" }
+
+// LiveLog is the stream of live change events every process records in,
+// reads and resumes subscribers from (one key: one slot on a cluster).
+func LiveLog() string { return "tmefeed:live:v1:log" }

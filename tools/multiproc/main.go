@@ -540,11 +540,11 @@ func do(c *http.Client, req *http.Request) (int, error) {
 
 // proc is one `tmefeed serve` process.
 type proc struct {
-	n      int
-	base   string
-	cmd    *exec.Cmd
-	out    *os.File
-	exited chan struct{}
+	n, port int
+	base    string
+	cmd     *exec.Cmd
+	out     *os.File
+	exited  chan struct{}
 }
 
 func startProc(ctx context.Context, bin, dir string, n int, env map[string]string) (*proc, error) {
@@ -552,7 +552,13 @@ func startProc(ctx context.Context, bin, dir string, n int, env map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	out, err := os.Create(filepath.Join(dir, fmt.Sprintf("serve-%d.log", n)))
+	return startProcOn(ctx, bin, dir, n, port, env)
+}
+
+// startProcOn starts process n listening on port (a process restarted
+// takes its predecessor's).
+func startProcOn(ctx context.Context, bin, dir string, n, port int, env map[string]string) (*proc, error) {
+	out, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("serve-%d.log", n)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -566,7 +572,7 @@ func startProc(ctx context.Context, bin, dir string, n int, env map[string]strin
 		out.Close()
 		return nil, fmt.Errorf("start tmefeed: %w", err)
 	}
-	p := &proc{n: n, base: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, out: out, exited: make(chan struct{})}
+	p := &proc{n: n, port: port, base: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, out: out, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 
 	deadline := time.Now().Add(30 * time.Second)

@@ -45,7 +45,7 @@ type liveEvent struct {
 // channel. A post published at the origin reaches all 201 within two
 // refresh windows, while the origin sees the channel's page fetched about
 // once per refresh window in total: the process holding the lease fetches,
-// and Valkey pub/sub carries the change to the other.
+// and the Valkey stream of events carries the change to the other.
 func TestSubscribersAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
