@@ -65,6 +65,19 @@ func (i *reqInfo) ClientName() string {
 	return i.clientOf.h.clientName(i.clientOf.r)
 }
 
+// ClientID implements pages.ClientNamer: pages.ClientID of ClientName,
+// hashed from the address's bytes without making the name, so that a
+// hit tells the updater its reader for nothing.
+func (i *reqInfo) ClientID() uint64 {
+	if i.clientOf.h == nil {
+		return 0
+	}
+	if i.client != "" {
+		return pages.ClientID(i.client)
+	}
+	return rateKeyID(clientAddr(i.clientOf.r, i.clientOf.h.trusted))
+}
+
 // requestContext is the one context New's handler adds to a request: it
 // carries both chi's routing context and the access log's record, so that
 // neither chi nor logRequests copies the request to add its own.
