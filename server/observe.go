@@ -137,6 +137,17 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		// A refusal for budget reasons is held before it is sent (its
+		// bytes wait in the connection's buffer); the duration measured
+		// is the work, not the hold.
+		if h.tarpit != nil && refusedForBudget(info, status) {
+			if d := h.tarpit.holdFor(ww.Header().Get("Retry-After")); d > 0 {
+				held := h.tarpit.wait(r.Context(), h.clientKey(r, info), d)
+				if h.metrics != nil {
+					h.metrics.RefusalHeld(held)
+				}
+			}
+		}
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if h.metrics != nil {
 			if isStream(status, ww.Header()) {

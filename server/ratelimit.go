@@ -144,6 +144,9 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 	if h.metrics != nil {
 		h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).RateLimited()
 	}
+	if info := requestInfo(r.Context()); info != nil {
+		info.refused = true
+	}
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	msg := "too many requests from this client: at most " + w.Header().Get("X-RateLimit-Limit") + " a minute; retry in " + strconv.Itoa(retry) + "s"
 	if h.isGraphQL(r) {
