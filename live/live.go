@@ -494,7 +494,7 @@ type Subscription struct {
 	hub      *Hub
 	channels []string
 	match    feed.Matcher
-	since    int64 // Unix seconds: NEW posts dated before are not news to this subscriber
+	since    int64  // Unix seconds: NEW posts dated before are not news to this subscriber
 	client   uint64 // pages.ClientID of Request.Client
 	events   chan Event
 	stop     func() bool
