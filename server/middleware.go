@@ -31,7 +31,7 @@ type reqInfo struct {
 	hasOp     bool   // a GraphQL operation passed the limits
 	cache     metrics.CacheOutcome
 	rendered  atomic.Bool // the answer was rendered for this request; set by a load that may outlive it
-	refused   bool        // the answer is a refusal of RATE_LIMIT_RPM (see refusedForBudget)
+	refused   atomic.Bool // the answer is, or carries, a refusal for budget reasons (see refusedForBudget); set by resolvers running at once
 	// The backing arrays of header values set on every answer (the
 	// request id; a cached answer's fields), part of the record so that
 	// setting them allocates nothing.

@@ -145,7 +145,7 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 		h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).RateLimited()
 	}
 	if info := requestInfo(r.Context()); info != nil {
-		info.refused = true
+		info.refused.Store(true)
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	msg := "too many requests from this client: at most " + w.Header().Get("X-RateLimit-Limit") + " a minute; retry in " + strconv.Itoa(retry) + "s"

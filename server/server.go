@@ -647,6 +647,9 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 			if status >= 429 { // transient: the list must not be cached
 				cacheable = false
 			}
+			if overBudget(f.Kind) {
+				NoteRefused(r.Context())
+			}
 			if f.Kind == fault.Internal { // a bug: the answer says no more than that
 				h.log.Error("previews: internal error", "path", r.URL.Path, "channel", res.Channel, "err", res.Err)
 			}

@@ -84,11 +84,12 @@ func newTarpit(cfg TarpitConfig) *tarpit {
 }
 
 // holdFor is how long a refusal with Retry-After header value ra is held:
-// its seconds, up to the tarpit's hold; 0 without a Retry-After.
+// its seconds, up to the tarpit's hold; the hold when it has none (an
+// answer carrying refusals for some of its parts).
 func (t *tarpit) holdFor(ra string) time.Duration {
 	secs, err := strconv.Atoi(ra)
 	if err != nil || secs <= 0 {
-		return 0
+		return t.hold
 	}
 	return min(time.Duration(secs)*time.Second, t.hold)
 }
@@ -121,22 +122,24 @@ func (t *tarpit) wait(ctx context.Context, client string, d time.Duration) bool 
 }
 
 // refusedForBudget reports whether the answer to the request with record
-// info is a refusal for budget reasons: the client's RATE_LIMIT_RPM, its
-// share of the origin budget, or the origin budget itself. Telegram's
-// own refusals and outages are not the client's doing and are not held.
+// info, of status, is or carries a refusal for budget reasons: the
+// client's RATE_LIMIT_RPM, its share of the origin budget, or the origin
+// budget itself, as the whole answer or for one channel or field of it
+// (NoteRefused). Telegram's own refusals and outages are not the
+// client's doing and are not held, nor is anything before an answer
+// began (a WebSocket upgrade's connection).
 func refusedForBudget(info *reqInfo, status int) bool {
-	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+	if status < http.StatusOK {
 		return false
 	}
-	if info.refused {
+	if info.refused.Load() {
 		return true
 	}
-	if info.err == nil {
+	if info.err == nil || (status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable) {
 		return false
 	}
-	switch fault.Classify(info.err).Kind {
-	case fault.ClientOverBudget, fault.OverBudget:
-		return true
-	}
-	return false
+	return overBudget(fault.Classify(info.err).Kind)
 }
+
+// overBudget reports whether a failure of kind k is a budget's refusal.
+func overBudget(k fault.Kind) bool { return k == fault.ClientOverBudget || k == fault.OverBudget }

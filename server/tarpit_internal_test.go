@@ -16,8 +16,11 @@ func TestTarpitHoldsAreBounded(t *testing.T) {
 		if got := tp.holdFor("60"); got != DefaultTarpitHold {
 			t.Errorf("Retry-After 60: held %v, want the hold's bound %v", got, DefaultTarpitHold)
 		}
-		if got := tp.holdFor(""); got != 0 {
-			t.Errorf("no Retry-After: held %v, want 0", got)
+		if got := tp.holdFor("1"); got != time.Second {
+			t.Errorf("Retry-After 1: held %v, want 1s", got)
+		}
+		if got := tp.holdFor(""); got != DefaultTarpitHold {
+			t.Errorf("no Retry-After (refusals inside a 200): held %v, want the hold's bound %v", got, DefaultTarpitHold)
 		}
 		start := time.Now()
 		ended := make(chan time.Duration, 3)

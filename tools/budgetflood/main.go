@@ -486,8 +486,8 @@ func floodWebSocket(ctx context.Context, base, addr string, t *tally) {
 				if strings.Contains(m.Payload[0].Message, "budget") {
 					status = http.StatusServiceUnavailable
 				}
-				if ra == "" && strings.Contains(m.Payload[0].Message, "SUBSCRIBED_CHANNELS_PER_CLIENT") {
-					ra = "-" // a cap, not a wait: ending a subscription frees its place
+				if ra == "" && (strings.Contains(m.Payload[0].Message, "SUBSCRIBED_CHANNELS_PER_CLIENT") || strings.Contains(m.Payload[0].Message, "subscriptions open")) {
+					ra = "-" // a cap (per client, per connection), not a wait: ending a subscription frees its place
 				}
 				t.add(status, ra, b)
 			case "NOT_FOUND":
