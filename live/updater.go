@@ -453,6 +453,9 @@ func (c *clientSet) add(client uint64) {
 
 func (c *clientSet) has(b int) bool { return c[b/64]&(1<<(b%64)) != 0 }
 
+func (c *clientSet) set(b int)   { c[b/64] |= 1 << (b % 64) }
+func (c *clientSet) unset(b int) { c[b/64] &^= 1 << (b % 64) }
+
 // counter is a channel's reads since the last cycle.
 type counter struct {
 	n       atomic.Int64
@@ -471,7 +474,8 @@ func (c *counter) add(client uint64) {
 
 // reads is what popularity knows of one channel.
 type reads struct {
-	seen        [clientBuckets]uint32 // the cycle each client bucket was last read in; 0: not since the channel was counted
+	seen        [clientBuckets]uint32 // the cycle each client bucket was last read in
+	taken       clientSet             // the buckets with a weight left in seen
 	score       float64               // distinct clients, decayed (see weigh): the rank among popular channels
 	first, last time.Time             // the cycles that counted the current run of reads; first is zero when there is none
 	dropped     time.Time             // reads before this do not count towards a run (the channel does not exist)
@@ -518,15 +522,25 @@ func (p *popularity) hit(channel string, client uint64) {
 // weigh estimates the distinct clients of r (nil: none read) and of
 // watchers, the buckets of the channel's subscribers: a client read in
 // the current cycle or watching weighs 1, one last read k cycles ago
-// factor^k.
+// factor^k. Only the buckets taken are visited.
 func (p *popularity) weigh(r *reads, watchers clientSet) float64 {
 	var w float64
-	for b := range clientBuckets {
-		switch {
-		case watchers.has(b):
-			w++
-		case r != nil && r.seen[b] != 0:
-			w += math.Pow(p.factor, float64(p.cycle-r.seen[b]))
+	all := watchers
+	if r != nil {
+		for i := range all {
+			all[i] |= r.taken[i]
+		}
+	}
+	for i, word := range all {
+		for word != 0 {
+			bit := word & -word
+			word &^= bit
+			b := i*64 + bitIndex(bit)
+			if watchers.has(b) {
+				w++
+			} else {
+				w += math.Pow(p.factor, float64(p.cycle-r.seen[b]))
+			}
 		}
 	}
 	// Linear counting: n clients in m buckets leave m·e^(-n/m) empty.
@@ -589,6 +603,7 @@ func (p *popularity) decay(now time.Time) []string {
 			for bits != 0 {
 				b := bits & -bits
 				r.seen[i*64+bitIndex(b)] = p.cycle
+				r.taken.set(i*64 + bitIndex(b))
 				bits &^= b
 			}
 		}
@@ -601,6 +616,12 @@ func (p *popularity) decay(now time.Time) []string {
 		return true
 	})
 	for _, r := range p.reads {
+		// A client last read this long ago weighs under 1/1000: dropped.
+		for b := range clientBuckets {
+			if r.taken.has(b) && math.Pow(p.factor, float64(p.cycle-r.seen[b])) < 1e-3 {
+				r.taken.unset(b)
+			}
+		}
 		r.score = p.weigh(r, clientSet{})
 	}
 	type scored struct {
