@@ -76,7 +76,7 @@ func errorPresenter(log *slog.Logger, now func() time.Time, refused func(context
 		if f.Kind == fault.Internal {
 			log.ErrorContext(ctx, "graphql: resolver error", "path", out.Path.String(), "err", cause)
 		}
-		if refused != nil && (f.Kind == fault.OverBudget || f.Kind == fault.ClientOverBudget) {
+		if refused != nil && f.Kind == fault.ClientOverBudget {
 			refused(ctx)
 		}
 		out.Message = f.Message

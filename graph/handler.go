@@ -140,9 +140,9 @@ type HandlerConfig struct {
 	// and per-operation metrics.
 	Operation func(ctx context.Context, name string)
 	// Refused, when set, is told of a request whose answer carries an
-	// error for a spent budget (the client's share of the origin budget,
-	// or the origin budget itself), on the goroutine that presents the
-	// error: the server holds such answers (see server.NoteRefused).
+	// error for the client's spent share of the origin budget, on the
+	// goroutine that presents the error: the server holds such answers
+	// (see server.NoteRefused).
 	Refused func(ctx context.Context)
 
 	// Live serves subscriptions (over WebSocket and event streams); nil

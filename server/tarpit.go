@@ -35,7 +35,7 @@ type TarpitConfig struct {
 }
 
 // tarpit holds the answers of requests refused for budget reasons
-// (RATE_LIMIT_RPM, CLIENT_ORIGIN_RPM, the spent origin budget) for their
+// (RATE_LIMIT_RPM, CLIENT_ORIGIN_RPM: the client's own) for their
 // Retry-After, up to a second, before they are sent. A refusal costs the
 // server little, but a client that sends again as soon as it is answered
 // (an attacker's closed loop) turns cheap refusals into a flood that
@@ -123,9 +123,8 @@ func (t *tarpit) wait(ctx context.Context, client string, d time.Duration) bool 
 
 // refusedForBudget reports whether the answer to the request with record
 // info, of status, is or carries a refusal for budget reasons: the
-// client's RATE_LIMIT_RPM, its share of the origin budget, or the origin
-// budget itself, as the whole answer or for one channel or field of it
-// (NoteRefused). Telegram's own refusals and outages are not the
+// client's RATE_LIMIT_RPM or its share of the origin budget, as the whole
+// answer or for one channel or field of it (NoteRefused). Telegram's own refusals and outages are not the
 // client's doing and are not held, nor is anything before an answer
 // began (a WebSocket upgrade's connection).
 func refusedForBudget(info *reqInfo, status int) bool {
@@ -141,5 +140,10 @@ func refusedForBudget(info *reqInfo, status int) bool {
 	return overBudget(fault.Classify(info.err).Kind)
 }
 
-// overBudget reports whether a failure of kind k is a budget's refusal.
-func overBudget(k fault.Kind) bool { return k == fault.ClientOverBudget || k == fault.OverBudget }
+// overBudget reports whether a failure of kind k is the refusal of the
+// client's own share of the origin budget. The origin budget's own
+// refusal (503) is not held: the request queued for a token before it
+// (up to 2 s for a reader), and it spends the client's share, so a
+// client that keeps asking runs out of its share, whose refusals are
+// held, instead of keeping its place in the budget's queue longer.
+func overBudget(k fault.Kind) bool { return k == fault.ClientOverBudget }

@@ -249,7 +249,10 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	baseline := warmed.Lat[len(warmed.Lat)/2:] // the warm half
 	fmt.Fprintf(cfg.Log, "flooding for %v…\n", cfg.Duration)
 
-	before := o.Total()
+	// The origin's count and the bound's duration cover one window, from
+	// before the first attack to the last answer: the reader's process
+	// starts while the attacks already run.
+	before, floodStart := o.Total(), time.Now()
 	fctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	attacks := map[string]*tally{}
@@ -350,15 +353,15 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			}
 		}
 	})
-	floodStart := time.Now()
 	wg.Wait()
-	floodTook := time.Since(floodStart)
 	read, err := stopReader()
 	if err != nil {
 		return false, err
 	}
+	// Counted together: loads the flood started may still reach the
+	// origin after its last answer (cache loads outlive their callers).
+	floodTook, flood := time.Since(floodStart), o.Total()-before
 	during, readerErrs := read.Lat, read.Errs
-	flood := o.Total() - before
 
 	// After the flood: two refresh windows (CACHE_MODE=normal: 10 s) of
 	// the updater's own traffic, the reader still reading.
