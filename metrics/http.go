@@ -107,7 +107,7 @@ func newHTTP() *HTTP {
 	}
 	heldVec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: name("http", "refusals_held_total"),
-		Help: "Refusals for budget reasons (429 of RATE_LIMIT_RPM or CLIENT_ORIGIN_RPM, 503 of ORIGIN_RPM) by outcome: held for their Retry-After up to a second before they were sent, or answered at once because their client (or the process) held as many as it may.",
+		Help: "Refusals for the client's own budget (429 of RATE_LIMIT_RPM or CLIENT_ORIGIN_RPM, whole answers or parts of them) by outcome: held for their Retry-After up to a second before they were sent, or answered at once because their client (or the process) held as many as it may.",
 	}, []string{"outcome"})
 	h.heldVec = heldVec
 	h.held = [2]prometheus.Counter{heldVec.WithLabelValues("answered"), heldVec.WithLabelValues("held")}

@@ -84,11 +84,15 @@ func TestTarpitHoldsBudgetRefusalsNotCachedAnswers(t *testing.T) {
 	}
 }
 
-// Refusals for other reasons than a budget (an unknown channel, bad
-// input) are answered at once.
+// Refusals for other reasons than the client's own budget (bad input, an
+// unknown channel, the origin budget spent for everyone) are answered at
+// once.
 func TestTarpitLeavesOtherErrorsAlone(t *testing.T) {
 	holds := make(chan time.Duration, 8)
-	e := newEnv(t, envOptions{refresh: 10 * time.Second, tarpit: server.TarpitConfig{
+	// One origin request a minute for everyone, none queued for: the
+	// second cold page is refused 503.
+	budget := &origin.Budget{Limiter: gcra.NewLocal(gcra.LocalConfig{}), RPM: 1, Burst: 1, Wait: time.Millisecond}
+	e := newEnv(t, envOptions{refresh: 10 * time.Second, budget: budget, tarpit: server.TarpitConfig{
 		After: func(d time.Duration) <-chan time.Time {
 			holds <- d
 			return make(chan time.Time) // never released: a held answer hangs the test
@@ -100,6 +104,7 @@ func TestTarpitLeavesOtherErrorsAlone(t *testing.T) {
 	}{
 		{"/v1/body/no", http.StatusBadRequest},
 		{"/v1/body/nobody_here_at_all", http.StatusNotFound},
+		{"/v1/body/emoji_party", http.StatusServiceUnavailable},
 	} {
 		done := make(chan *httptest.ResponseRecorder, 1)
 		go func() { done <- e.get(c.target) }()
