@@ -61,7 +61,7 @@ func graphCode(k fault.Kind) string {
 
 // errorPresenter gives every resolver error an extensions.code. Errors
 // gqlgen raised itself (parsing, validation, limits) already carry one.
-func errorPresenter(log *slog.Logger, now func() time.Time) graphql.ErrorPresenterFunc {
+func errorPresenter(log *slog.Logger, now func() time.Time, refused func(context.Context)) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		var gerr *gqlerror.Error
 		if errors.As(err, &gerr) && gerr.Err == nil {
@@ -75,6 +75,9 @@ func errorPresenter(log *slog.Logger, now func() time.Time) graphql.ErrorPresent
 		f := fault.Classify(cause)
 		if f.Kind == fault.Internal {
 			log.ErrorContext(ctx, "graphql: resolver error", "path", out.Path.String(), "err", cause)
+		}
+		if refused != nil && f.Kind == fault.ClientOverBudget {
+			refused(ctx)
 		}
 		out.Message = f.Message
 		if out.Extensions == nil {

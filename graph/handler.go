@@ -139,6 +139,11 @@ type HandlerConfig struct {
 	// one), on the request's goroutine before it runs: for the access log
 	// and per-operation metrics.
 	Operation func(ctx context.Context, name string)
+	// Refused, when set, is told of a request whose answer carries an
+	// error for the client's spent share of the origin budget, on the
+	// goroutine that presents the error: the server holds such answers
+	// (see server.NoteRefused).
+	Refused func(ctx context.Context)
 
 	// Live serves subscriptions (over WebSocket and event streams); nil
 	// serves none: upgrades are refused and subscriptions answer an error.
@@ -281,7 +286,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	// which would run a goroutine for ever.
 	r.checked, _ = lru.New[string, time.Time](checkedChannels) // errors only for a size < 1
 	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
-	present := errorPresenter(cfg.Logger, cfg.Now)
+	present := errorPresenter(cfg.Logger, cfg.Now, cfg.Refused)
 
 	var fast *fastPath
 	if !cfg.DisableFastPath {

@@ -68,7 +68,7 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 	// arguments first), so that nothing published meanwhile is missed;
 	// unwatched if they are refused.
 	watch, unwatch := context.WithCancel(ctx)
-	sub, err := r.live.Subscribe(watch, live.Request{Channels: channels, Filter: f, After: after})
+	sub, err := r.live.Subscribe(watch, live.Request{Channels: channels, Filter: f, After: after, Client: clientOf(ctx)})
 	if err != nil {
 		unwatch()
 		return nil, err

@@ -128,6 +128,16 @@ func (p *process) read(t testing.TB, channel string) pages.Result {
 	return res
 }
 
+// readAs reads channel's newest page as client would.
+func (p *process) readAs(t testing.TB, channel, client string) pages.Result {
+	t.Helper()
+	res, err := p.pages.Page(context.Background(), origin.Request{Kind: parser.KindBody, Channel: channel, Client: client})
+	if err != nil {
+		t.Fatalf("reading %s as %s: %v", channel, client, err)
+	}
+	return res
+}
+
 // next waits for the subscription's next event, up to a generous bound
 // that only a broken hub reaches.
 func next(t testing.TB, s *live.Subscription) (live.Event, bool) {

@@ -61,6 +61,10 @@ type Request struct {
 	// them, none twice. An id in the format the events carry; a malformed
 	// one is ErrBadEventID.
 	After string
+	// Client is who subscribes (origin.Request.Client): the updater
+	// ranks a channel by the distinct clients that read or watch it, so
+	// many subscriptions of one client count once. "" is nobody's.
+	Client string
 }
 
 var (
@@ -191,10 +195,10 @@ func New(cfg Config) (*Hub, error) {
 }
 
 // NewestRead implements pages.Watcher: it counts towards the channel's
-// popularity.
-func (h *Hub) NewestRead(channel string) {
+// popularity, by client.
+func (h *Hub) NewestRead(channel string, client uint64) {
 	if h.upd != nil {
-		h.upd.popular.hit(channel)
+		h.upd.popular.hit(channel, client)
 	}
 }
 
@@ -442,7 +446,7 @@ func (h *Hub) Subscribe(ctx context.Context, req Request) (*Subscription, error)
 		return nil, err
 	}
 	s := &Subscription{hub: h, channels: channels, match: m, events: make(chan Event, h.cfg.Buffer),
-		since: h.now().Add(-postDateSlack).Unix()}
+		since: h.now().Add(-postDateSlack).Unix(), client: pages.ClientID(req.Client)}
 	if req.After != "" {
 		// A resumer was subscribed all along: every event after its last
 		// is news to it, whatever its post's date. Live events wait in
@@ -567,13 +571,18 @@ func (h *Hub) unlink(s *Subscription) {
 	}
 }
 
-// watched lists the channels with a subscriber in this process.
-func (h *Hub) watched() []string {
+// watched lists the channels with a subscriber in this process, each
+// with the client buckets (see clientSet) of its subscribers.
+func (h *Hub) watched() map[string]clientSet {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	out := make([]string, 0, len(h.subs))
-	for ch := range h.subs {
-		out = append(out, ch)
+	out := make(map[string]clientSet, len(h.subs))
+	for ch, set := range h.subs {
+		var cs clientSet
+		for s := range set {
+			cs.add(s.client)
+		}
+		out[ch] = cs
 	}
 	return out
 }
@@ -637,7 +646,8 @@ type Subscription struct {
 	hub      *Hub
 	channels []string
 	match    feed.Matcher
-	since    int64 // Unix seconds: NEW posts dated before are not news to this subscriber; 0: all are
+	since    int64  // Unix seconds: NEW posts dated before are not news to this subscriber; 0: all are
+	client   uint64 // pages.ClientID of Request.Client
 	events   chan Event
 	stop     func() bool
 

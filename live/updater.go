@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -149,7 +151,8 @@ func (u *updater) run() {
 func (u *updater) cycle(ctx context.Context) {
 	start := u.hub.now()
 	top := u.popular.decay(start)
-	tracked := slices.Compact(slices.Sorted(slices.Values(append(top, u.hub.watched()...))))
+	watched := u.hub.watched()
+	tracked := slices.Compact(slices.Sorted(slices.Values(append(top, slices.Collect(maps.Keys(watched))...))))
 	u.tracked.Store(int64(len(tracked)))
 	for ch := range u.due {
 		if _, ok := slices.BinarySearch(tracked, ch); !ok {
@@ -182,29 +185,17 @@ func (u *updater) cycle(ctx context.Context) {
 		}
 	}
 	// While the origin budget is short (it refused a load within the last
-	// window), the most read first (top is by score; subscribed channels
-	// nobody reads come after), then the nearest to going stale: the cycle
-	// stops at its first refusal, so the least read channels go stale
-	// first and the most read stay fresh.
-	rank := make(map[string]int, len(top))
-	for i, ch := range top {
-		rank[ch] = i
-	}
-	rankOf := func(ch string) int {
-		if r, ok := rank[ch]; ok {
-			return r
-		}
-		return len(top)
-	}
-	// With the budget to spare, the nearest to going stale first, so that
-	// a short cycle serves them.
+	// window), the channels the most distinct clients read or watch first,
+	// then the nearest to going stale: the cycle stops at its first
+	// refusal, so the channels fewest clients want go stale first. With
+	// the budget to spare, the nearest to going stale first, so that a
+	// short cycle serves them.
 	scarce := start.UnixNano() < u.shortNs.Load()
-	slices.SortStableFunc(due, func(a, b string) int {
-		if scarce {
-			return cmp.Or(cmp.Compare(rankOf(a), rankOf(b)), u.due[a].Compare(u.due[b]))
-		}
-		return u.due[a].Compare(u.due[b])
-	})
+	var clients map[string]float64
+	if scarce {
+		clients = u.popular.clients(due, watched)
+	}
+	sortDue(due, u.due, clients)
 	var short atomic.Bool // the origin budget refused a load: start no more
 	// While the budget is short, few loads run at once, so that they
 	// reach it in rank order: concurrent ones would race for its tokens.
@@ -288,6 +279,20 @@ func (u *updater) cycle(ctx context.Context) {
 	u.backingOff.Store(int64(len(u.backoff)))
 	u.hub.log.Debug("live: updater cycle", "tracked", len(tracked), "due", len(due),
 		"refreshed", refreshed, "failed", failed, "backing_off", len(u.backoff), "lag", late, "took", took)
+}
+
+// sortDue orders the channels due: by clients, most first, when it is
+// set (the budget is short), then by the refresh point of their copy
+// (dueAt), nearest first.
+func sortDue(due []string, dueAt map[string]time.Time, clients map[string]float64) {
+	slices.SortStableFunc(due, func(a, b string) int {
+		if clients != nil {
+			if c := cmp.Compare(clients[b], clients[a]); c != 0 {
+				return c
+			}
+		}
+		return dueAt[a].Compare(dueAt[b])
+	})
 }
 
 // backoff is a channel's run of failed loads.
@@ -403,8 +408,8 @@ func (u *updater) stats() UpdaterStats {
 
 // popularity counts reads of channels' newest pages and says which are
 // read repeatedly: those the updater keeps fresh. hit is on request
-// paths: one map lookup and an atomic add; the rest runs once a cycle on
-// the updater's goroutine.
+// paths: one map lookup and a few atomic operations; the rest runs once a
+// cycle on the updater's goroutine.
 //
 // A channel is popular once its reads span a refresh window — read, then
 // read again a window or more later, with no gap of idle between — and
@@ -414,23 +419,66 @@ func (u *updater) stats() UpdaterStats {
 // is never refreshed ahead. Once popular, a channel costs one fetch per
 // window until idle after its last read, however rarely it is read
 // meanwhile; Top bounds what that can add up to. The top popular
-// channels by read count (decaying by half every HalfLife) are kept
-// fresh.
+// channels by distinct clients (each weighing less by half every
+// HalfLife since its last read) are kept fresh: one client reading a
+// channel ten thousand times counts once, and does not outrank a channel
+// fifty clients read.
 type popularity struct {
 	top          int
-	factor       float64 // a score's decay per cycle
+	factor       float64 // a client's weight's decay per cycle
 	window, idle time.Duration
-	counts       sync.Map // channel → *atomic.Int64: reads since the last cycle
+	counts       sync.Map // channel → *counter: reads since the last cycle
 	size         atomic.Int64
-	reads        map[string]reads // the updater goroutine's own
-	scored       atomic.Int64     // len(reads), for bytes
+	reads        map[string]*reads // the updater goroutine's own
+	cycle        uint32            // cycles decayed so far; the updater goroutine's own
+	scored       atomic.Int64      // len(reads), for bytes
+}
+
+// clientBuckets is how many buckets a channel's clients are counted in:
+// a client falls in bucket ClientID % clientBuckets, and the distinct
+// clients are estimated from the buckets taken (linear counting), so that
+// counting a client costs a read an atomic OR at most and a channel a
+// fixed few hundred bytes however many clients read it. The estimate is
+// within a few percent up to a hundred clients or so; beyond, the
+// channel is among the most read anyway.
+const clientBuckets = 128
+
+// clientSet is a set of client buckets.
+type clientSet [clientBuckets / 64]uint64
+
+func (c *clientSet) add(client uint64) {
+	b := client % clientBuckets
+	c[b/64] |= 1 << (b % 64)
+}
+
+func (c *clientSet) has(b int) bool { return c[b/64]&(1<<(b%64)) != 0 }
+
+func (c *clientSet) set(b int)   { c[b/64] |= 1 << (b % 64) }
+func (c *clientSet) unset(b int) { c[b/64] &^= 1 << (b % 64) }
+
+// counter is a channel's reads since the last cycle.
+type counter struct {
+	n       atomic.Int64
+	clients [clientBuckets / 64]atomic.Uint64 // a clientSet
+}
+
+func (c *counter) add(client uint64) {
+	c.n.Add(1)
+	b := client % clientBuckets
+	// Loaded first: a channel's regular clients find their bit set and
+	// write nothing, so its readers do not contend for the cache line.
+	if w, bit := &c.clients[b/64], uint64(1)<<(b%64); w.Load()&bit == 0 {
+		w.Or(bit)
+	}
 }
 
 // reads is what popularity knows of one channel.
 type reads struct {
-	score       float64   // decayed read count: the rank among popular channels
-	first, last time.Time // the cycles that counted the current run of reads; first is zero when there is none
-	dropped     time.Time // reads before this do not count towards a run (the channel does not exist)
+	seen        [clientBuckets]uint32 // the cycle each client bucket was last read in
+	taken       clientSet             // the buckets with a weight left in seen
+	score       float64               // distinct clients, decayed (see weigh): the rank among popular channels
+	first, last time.Time             // the cycles that counted the current run of reads; first is zero when there is none
+	dropped     time.Time             // reads before this do not count towards a run (the channel does not exist)
 }
 
 // maxCounted bounds the channels counted between two cycles: reads of
@@ -438,11 +486,11 @@ type reads struct {
 func (p *popularity) maxCounted() int64 { return int64(4*p.top + 256) }
 
 // Heap per counted channel (sync.Map entry, key, counter) and per scored
-// one (map slot with its reads, key): estimates from the types' sizes,
+// one (map slot, its reads, key): estimates from the types' sizes,
 // generous.
 const (
-	countedBytes = 160
-	scoredBytes  = 176
+	countedBytes = 192
+	scoredBytes  = 720
 	backoffBytes = 144 // per channel backing off: map slot with its backoff, key
 )
 
@@ -452,22 +500,63 @@ func (p *popularity) bytes() int64 {
 }
 
 func newPopularity(top int, factor float64, window, idle time.Duration) *popularity {
-	return &popularity{top: top, factor: factor, window: window, idle: idle, reads: map[string]reads{}}
+	return &popularity{top: top, factor: factor, window: window, idle: idle, reads: map[string]*reads{}}
 }
 
-func (p *popularity) hit(channel string) {
+// hit counts a read of channel by client (pages.ClientID).
+func (p *popularity) hit(channel string, client uint64) {
 	if c, ok := p.counts.Load(channel); ok {
-		c.(*atomic.Int64).Add(1)
+		c.(*counter).add(client)
 		return
 	}
 	if p.size.Load() >= p.maxCounted() {
 		return
 	}
-	c, loaded := p.counts.LoadOrStore(channel, new(atomic.Int64))
+	c, loaded := p.counts.LoadOrStore(channel, new(counter))
 	if !loaded {
 		p.size.Add(1)
 	}
-	c.(*atomic.Int64).Add(1)
+	c.(*counter).add(client)
+}
+
+// weigh estimates the distinct clients of r (nil: none read) and of
+// watchers, the buckets of the channel's subscribers: a client read in
+// the current cycle or watching weighs 1, one last read k cycles ago
+// factor^k. Only the buckets taken are visited.
+func (p *popularity) weigh(r *reads, watchers clientSet) float64 {
+	var w float64
+	all := watchers
+	if r != nil {
+		for i := range all {
+			all[i] |= r.taken[i]
+		}
+	}
+	for i, word := range all {
+		for word != 0 {
+			bit := word & -word
+			word &^= bit
+			b := i*64 + bitIndex(bit)
+			if watchers.has(b) {
+				w++
+			} else {
+				w += math.Pow(p.factor, float64(p.cycle-r.seen[b]))
+			}
+		}
+	}
+	// Linear counting: n clients in m buckets leave m·e^(-n/m) empty.
+	const m = clientBuckets
+	return -m * math.Log1p(-min(w, m-0.5)/m)
+}
+
+// clients estimates, for each channel of chs, the distinct clients that
+// read it lately or watch it (watched: the subscribers' buckets by
+// channel), a client doing both counting once.
+func (p *popularity) clients(chs []string, watched map[string]clientSet) map[string]float64 {
+	out := make(map[string]float64, len(chs))
+	for _, ch := range chs {
+		out[ch] = p.weigh(p.reads[ch], watched[ch])
+	}
+	return out
 }
 
 // drop takes channel out of the popular set at now: reads before until
@@ -480,13 +569,12 @@ func (p *popularity) drop(channel string, now, until time.Time) bool {
 	}
 	was := p.popular(r, now)
 	r.first, r.last, r.dropped = time.Time{}, time.Time{}, until
-	p.reads[channel] = r
 	p.scored.Store(int64(len(p.reads)))
 	return was
 }
 
 // popular reports whether r's reads make a popular channel at now.
-func (p *popularity) popular(r reads, now time.Time) bool {
+func (p *popularity) popular(r *reads, now time.Time) bool {
 	return !r.first.IsZero() && r.last.Sub(r.first) >= p.window && now.Sub(r.last) <= p.idle
 }
 
@@ -494,29 +582,48 @@ func (p *popularity) popular(r reads, now time.Time) bool {
 // channels' runs and decayed scores, and returns the top popular
 // channels by score.
 func (p *popularity) decay(now time.Time) []string {
-	for ch, r := range p.reads {
-		r.score *= p.factor
-		p.reads[ch] = r
-	}
+	p.cycle++
 	p.counts.Range(func(k, v any) bool {
-		n := v.(*atomic.Int64).Swap(0)
-		if n == 0 {
+		c := v.(*counter)
+		if c.n.Swap(0) == 0 {
 			p.counts.Delete(k)
 			p.size.Add(-1)
 			return true
 		}
 		ch := k.(string)
 		r := p.reads[ch]
-		r.score += float64(n)
+		if r == nil {
+			r = &reads{}
+			p.reads[ch] = r
+		}
+		for i := range c.clients {
+			// A read between the two swaps counts in this cycle or the
+			// next: either way it is counted.
+			bits := c.clients[i].Swap(0)
+			for bits != 0 {
+				b := bits & -bits
+				r.seen[i*64+bitIndex(b)] = p.cycle
+				r.taken.set(i*64 + bitIndex(b))
+				bits &^= b
+			}
+		}
 		if !now.Before(r.dropped) {
 			if r.first.IsZero() || now.Sub(r.last) > p.idle {
 				r.first = now // a new run of reads
 			}
 			r.last = now
 		}
-		p.reads[ch] = r
 		return true
 	})
+	for _, r := range p.reads {
+		// A client last read this long ago weighs under 1/1000: dropped.
+		for b := range clientBuckets {
+			if r.taken.has(b) && math.Pow(p.factor, float64(p.cycle-r.seen[b])) < 1e-3 {
+				r.taken.unset(b)
+			}
+		}
+		r.score = p.weigh(r, clientSet{})
+	}
 	type scored struct {
 		ch      string
 		s       float64
@@ -554,6 +661,9 @@ func (p *popularity) decay(now time.Time) []string {
 
 // maxScored bounds the channels whose reads popularity remembers.
 func (p *popularity) maxScored() int { return 2 * p.top }
+
+// bitIndex is the index of the one bit set in b.
+func bitIndex(b uint64) int { return bits.TrailingZeros64(b) }
 
 func btoi(b bool) int {
 	if b {

@@ -388,8 +388,9 @@ func TestUpdaterBacksOffFailingChannel(t *testing.T) {
 }
 
 // UpdaterConfig.Top bounds the popular set: of five channels read over two
-// windows, the three read most are kept fresh after the reads stop, the
-// other two are not refreshed at all.
+// windows, the three read by the most clients are kept fresh after the
+// reads stop, the other two (read by one client, as often) are not
+// refreshed at all.
 func TestUpdaterTopBoundsPopularChannels(t *testing.T) {
 	w := newWorld(t, fixtures.OriginOptions{Synthetic: 5})
 	chs := w.origin.Channels()[len(w.origin.Channels())-5:]
@@ -397,12 +398,14 @@ func TestUpdaterTopBoundsPopularChannels(t *testing.T) {
 	most, less := chs[:3], chs[3:]
 	for end := time.Now().Add(2 * testRefresh); time.Now().Before(end); time.Sleep(testRefresh / 6) {
 		for _, ch := range most {
-			for range 3 {
-				p.read(t, ch)
+			for c := range 3 {
+				p.readAs(t, ch, "client"+strconv.Itoa(c))
 			}
 		}
 		for _, ch := range less {
-			p.read(t, ch)
+			for range 3 {
+				p.readAs(t, ch, "client0")
+			}
 		}
 	}
 	waitFor(t, "the updater to track three channels", func() bool { return p.hub.Stats().Updater.Tracked == 3 })
@@ -553,12 +556,12 @@ func TestUpdaterUnderScarceBudgetKeepsMostReadFresh(t *testing.T) {
 	const rpm = 600
 	budget := &origin.Budget{Limiter: gcra.NewLocal(gcra.LocalConfig{}), RPM: rpm, Burst: 3}
 	p := w.process(t, processOptions{budget: budget})
-	// chs[0] is read the most, chs[5] the least; all over two windows,
-	// so all are popular.
+	// chs[0] is read by the most clients, chs[5] by the fewest; all over
+	// two windows, so all are popular.
 	for end := time.Now().Add(2*testRefresh + testRefresh/2); time.Now().Before(end); time.Sleep(testRefresh / 6) {
 		for i, ch := range chs {
-			for range len(chs) - i {
-				p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: ch}) //nolint:errcheck // refusals are the point
+			for c := range len(chs) - i {
+				p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: ch, Client: "client" + strconv.Itoa(c)}) //nolint:errcheck // refusals are the point
 			}
 		}
 	}

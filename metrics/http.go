@@ -62,6 +62,8 @@ type HTTP struct {
 	opRequests *prometheus.CounterVec   // operation, code
 	opDuration *prometheus.HistogramVec // operation
 	consumers  *prometheus.CounterVec   // consumer, code
+	heldVec    *prometheus.CounterVec   // outcome
+	held       [2]prometheus.Counter    // refusals answered at once, held
 	inFlight   atomic.Int64             // read at scrape time by inFlightGauge
 	inFlightG  prometheus.GaugeFunc
 
@@ -103,6 +105,12 @@ func newHTTP() *HTTP {
 			Help: "HTTP requests answered with API keys on, by the consumer whose key they carried (API_KEYS_FILE's names) and status code.",
 		}, []string{"consumer", "code"}),
 	}
+	heldVec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: name("http", "refusals_held_total"),
+		Help: "Refusals for the client's own budget (429 of RATE_LIMIT_RPM or CLIENT_ORIGIN_RPM, whole answers or parts of them) by outcome: held for their Retry-After up to a second before they were sent, or answered at once because their client (or the process) held as many as it may.",
+	}, []string{"outcome"})
+	h.heldVec = heldVec
+	h.held = [2]prometheus.Counter{heldVec.WithLabelValues("answered"), heldVec.WithLabelValues("held")}
 	// An integer add per request rather than a float gauge's
 	// compare-and-swap loop, which two cores contend on.
 	h.inFlightG = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -115,7 +123,17 @@ func newHTTP() *HTTP {
 }
 
 func (h *HTTP) register(reg *prometheus.Registry) {
-	reg.MustRegister(h.requests, h.duration, h.cache, h.limited, h.opRequests, h.opDuration, h.consumers, h.inFlightG)
+	reg.MustRegister(h.requests, h.duration, h.cache, h.limited, h.opRequests, h.opDuration, h.consumers, h.heldVec, h.inFlightG)
+}
+
+// RefusalHeld counts a refusal for budget reasons, held or answered at
+// once.
+func (h *HTTP) RefusalHeld(held bool) {
+	if held {
+		h.held[1].Inc()
+	} else {
+		h.held[0].Inc()
+	}
 }
 
 // Consumer counts a request answered with code that carried consumer's

@@ -116,8 +116,9 @@ type Service struct {
 // called on request paths and inside cache loads: they must return at
 // once, handing any real work to a goroutine of their own.
 type Watcher interface {
-	// NewestRead: a request read channel's newest page (cached or not).
-	NewestRead(channel string)
+	// NewestRead: a request of client (ClientID of the client's name; 0
+	// when nobody's) read channel's newest page (cached or not).
+	NewestRead(channel string, client uint64)
 	// NewestChanged: this process fetched channel's newest page and its
 	// bytes differ from the copy they replace.
 	NewestChanged(Change)
@@ -142,15 +143,29 @@ func (s *Service) Watch(w Watcher) {
 	s.watcher.Store(&w)
 }
 
-// noteNewest tells the Watcher about a read of r if r is a newest page.
-// A read from the cache only is not told: the updater would keep the
-// page fresh for it, fetching on its behalf.
-func (s *Service) noteNewest(r origin.Request) {
+// noteNewest tells the Watcher about a read of r if r is a newest page,
+// with its client: r.Client, else who's (nil: nobody's). A read from the
+// cache only is not told: the updater would keep the page fresh for it,
+// fetching on its behalf.
+func (s *Service) noteNewest(r origin.Request, who ClientNamer) {
 	if r.Kind == parser.KindBody && r.Position == 0 && !r.CacheOnly {
 		if w := s.watcher.Load(); w != nil {
-			(*w).NewestRead(r.Channel)
+			id := ClientID(r.Client)
+			if r.Client == "" && who != nil {
+				id = who.ClientID()
+			}
+			(*w).NewestRead(r.Channel, id)
 		}
 	}
+}
+
+// ClientID is the number a Watcher counts a client by: a hash of its
+// name (origin.Request.Client), 0 for nobody's.
+func ClientID(name string) uint64 {
+	if name == "" {
+		return 0
+	}
+	return xxh3.HashString(name)
 }
 
 // RefreshNewest returns channel's newest page, first reloading it through
@@ -427,7 +442,12 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request,
 
 // ClientNamer names the client whose share of the origin budget a
 // request's fetches are charged to (origin.Request.Client).
-type ClientNamer interface{ ClientName() string }
+type ClientNamer interface {
+	ClientName() string
+	// ClientID is ClientID(ClientName()), made without building the
+	// name: a hit tells the Watcher its client with it.
+	ClientID() uint64
+}
 
 // RenderedRepFor is RenderedRep whose fetches are charged to the client
 // who names. who is asked only when the hot store does not hold the
@@ -448,7 +468,7 @@ func (s *Service) renderedRep(ctx context.Context, key string, r origin.Request,
 	if r.Channel == "" {
 		return cache.Entry{}, nil, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
-	s.noteNewest(r)
+	s.noteNewest(r, who)
 	hk := hotKey{channel: r.Channel, name: key}
 	if s.hot != nil {
 		if h, ok := s.hot.GetIfPresent(hk); ok && s.fresh(h.Entry) {
@@ -525,7 +545,7 @@ func (s *Service) fresh(e cache.Entry) bool {
 // get loads the page bytes for r through the cache and decodes them,
 // noting the read in the context's Freshness collector.
 func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
-	s.noteNewest(r)
+	s.noteNewest(r, nil)
 	return s.load(ctx, r)
 }
 

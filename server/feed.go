@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/feed/feedquery"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
@@ -100,6 +101,12 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.failErr(w, r, err)
 		return
+	}
+	for _, f := range p.Failed {
+		if overBudget(fault.Classify(f.Err).Kind) {
+			NoteRefused(r.Context())
+			break
+		}
 	}
 	b, err := h.feeds.Rendered(p, "rest:v1", func() ([]byte, error) { return renderFeed(p) })
 	if err != nil {

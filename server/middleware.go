@@ -31,6 +31,7 @@ type reqInfo struct {
 	hasOp     bool   // a GraphQL operation passed the limits
 	cache     metrics.CacheOutcome
 	rendered  atomic.Bool // the answer was rendered for this request; set by a load that may outlive it
+	refused   atomic.Bool // the answer is, or carries, a refusal for budget reasons (see refusedForBudget); set by resolvers running at once
 	// The backing arrays of header values set on every answer (the
 	// request id; a cached answer's fields), part of the record so that
 	// setting them allocates nothing.
@@ -63,6 +64,19 @@ func (i *reqInfo) ClientName() string {
 		return ""
 	}
 	return i.clientOf.h.clientName(i.clientOf.r)
+}
+
+// ClientID implements pages.ClientNamer: pages.ClientID of ClientName,
+// hashed from the address's bytes without making the name, so that a
+// hit tells the updater its reader for nothing.
+func (i *reqInfo) ClientID() uint64 {
+	if i.clientOf.h == nil {
+		return 0
+	}
+	if i.client != "" {
+		return pages.ClientID(i.client)
+	}
+	return rateKeyID(clientAddr(i.clientOf.r, i.clientOf.h.trusted))
 }
 
 // requestContext is the one context New's handler adds to a request: it

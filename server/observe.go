@@ -74,6 +74,16 @@ func NoteOperation(ctx context.Context, name string) {
 	}
 }
 
+// NoteRefused records that the answer of the request ctx belongs to
+// carries a refusal for budget reasons (one field or channel of many),
+// so that it is held before it is sent (see TarpitConfig).
+// graph.HandlerConfig.Refused takes it.
+func NoteRefused(ctx context.Context) {
+	if info, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		info.refused.Store(true)
+	}
+}
+
 // requestID returns the caller's X-Request-Id when it is short and plain,
 // else a fresh one.
 func (h *handler) requestID(r *http.Request, info *reqInfo) string {
@@ -136,6 +146,15 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK
+		}
+		// A refusal for budget reasons is held before it is sent (its
+		// bytes wait in the connection's buffer); the duration measured
+		// is the work, not the hold.
+		if h.tarpit != nil && refusedForBudget(info, status) {
+			held := h.tarpit.wait(r.Context(), h.clientKey(r, info), h.tarpit.holdFor(ww.Header().Get("Retry-After")))
+			if h.metrics != nil {
+				h.metrics.RefusalHeld(held)
+			}
 		}
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if h.metrics != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/zeebo/xxh3"
 
 	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/pages"
@@ -143,6 +144,9 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 	if h.metrics != nil {
 		h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).RateLimited()
 	}
+	if info := requestInfo(r.Context()); info != nil {
+		info.refused.Store(true)
+	}
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
 	msg := "too many requests from this client: at most " + w.Header().Get("X-RateLimit-Limit") + " a minute; retry in " + strconv.Itoa(retry) + "s"
 	if h.isGraphQL(r) {
@@ -215,6 +219,8 @@ type clientName string
 
 func (c clientName) ClientName() string { return string(c) }
 
+func (c clientName) ClientID() uint64 { return pages.ClientID(string(c)) }
+
 // ClientKey returns the function naming a request's client as the
 // server's per-client limits do, for the faces mounted beside it (GraphQL,
 // the widget) to charge the origin budget alike; trusted is
@@ -234,6 +240,22 @@ func rateKey(a netip.Addr) string {
 		}
 	}
 	return a.String()
+}
+
+// rateKeyID is pages.ClientID(rateKey(a)), made in a buffer of its own
+// rather than a string.
+func rateKeyID(a netip.Addr) uint64 {
+	if !a.IsValid() {
+		return pages.ClientID(rateKey(a))
+	}
+	var buf [64]byte
+	b := buf[:0]
+	if a.Is6() {
+		if p, err := a.Prefix(64); err == nil {
+			return xxh3.Hash(p.AppendTo(b))
+		}
+	}
+	return xxh3.Hash(a.AppendTo(b))
 }
 
 func (h *handler) trustedProxy(a netip.Addr) bool { return trustedProxy(h.trusted, a) }

@@ -2,9 +2,12 @@ package server
 
 import (
 	"net/http/httptest"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tmefeed/tmefeed/pages"
 )
 
 // Retry-After is read off the client's bucket: the wait after which its
@@ -50,5 +53,26 @@ func TestRetryAfterIsWhenTheNextRequestGoes(t *testing.T) {
 	}
 	if ok, _ := l.AllowMessage(r); ok {
 		t.Error("an idle hour bought more than the budget")
+	}
+}
+
+// The number a hit tells the updater its reader by is the hash of the
+// name every per-client limit counts the reader by, however it is made:
+// a read over REST and one over GraphQL from the same client count once.
+func TestRateKeyIDIsTheClientNamesID(t *testing.T) {
+	for _, s := range []string{"203.0.113.7", "2001:db8:1:2:3:4:5:6", "::ffff:198.51.100.1", "2001:db8:1:2::1"} {
+		a := netip.MustParseAddr(s).Unmap()
+		if got, want := rateKeyID(a), pages.ClientID(rateKey(a)); got != want {
+			t.Errorf("%s: rateKeyID %x, want pages.ClientID(%q) %x", s, got, rateKey(a), want)
+		}
+	}
+	if rateKeyID(netip.MustParseAddr("2001:db8:1:2::1")) != rateKeyID(netip.MustParseAddr("2001:db8:1:2::ff")) {
+		t.Error("two addresses of one /64 count as two clients")
+	}
+	if rateKeyID(netip.MustParseAddr("203.0.113.7")) == rateKeyID(netip.MustParseAddr("203.0.113.8")) {
+		t.Error("two IPv4 addresses count as one client")
+	}
+	if got, want := rateKeyID(netip.Addr{}), pages.ClientID(rateKey(netip.Addr{})); got != want {
+		t.Errorf("the zero address: %x, want %x", got, want)
 	}
 }

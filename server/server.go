@@ -129,6 +129,10 @@ type Config struct {
 	// is refused with 429. 0 means no bound. Streams are what GraphQL
 	// says they are (its IsStream method; *graph.Handler has one).
 	StreamsPerClient int
+	// Tarpit holds the answers of requests refused for budget reasons for
+	// their Retry-After, up to a second (see TarpitConfig); the zero value
+	// holds them as DefaultTarpitHold says.
+	Tarpit TarpitConfig
 	// Access, when set, asks the routes that read pages and feeds for an
 	// API key (API_KEYS_FILE, see NewAccess) and makes the consumer the
 	// client every per-client limit counts. Answers are then marked
@@ -167,6 +171,7 @@ type handler struct {
 	cacheScope    string                   // "public", or "private" with API keys on
 	streams       func(*http.Request) bool // Config.GraphQL's IsStream; nil without
 	proxyWarned   atomic.Int64             // Unix ns of the last warning of warnUntrustedProxy
+	tarpit        *tarpit                  // nil: refusals are answered at once
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -190,6 +195,7 @@ func New(cfg Config) http.Handler {
 		ready:       cfg.Ready,
 		trusted:     cfg.TrustedProxies,
 		cacheScope:  "public",
+		tarpit:      newTarpit(cfg.Tarpit),
 	}
 	if cfg.Access != nil {
 		h.cacheScope = "private"
@@ -640,6 +646,9 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 			status, code := restStatus(f.Kind)
 			if status >= 429 { // transient: the list must not be cached
 				cacheable = false
+			}
+			if overBudget(f.Kind) {
+				NoteRefused(r.Context())
 			}
 			if f.Kind == fault.Internal { // a bug: the answer says no more than that
 				h.log.Error("previews: internal error", "path", r.URL.Path, "channel", res.Channel, "err", res.Err)

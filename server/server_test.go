@@ -75,6 +75,11 @@ type envOptions struct {
 	widget         bool               // mount the widget over the feed service (needs feed)
 	rateLimitRPM   int                // server.Config.RateLimit
 	streams        int                // server.Config.StreamsPerClient
+	budget         *origin.Budget     // origin.Config.Budget
+	// tarpit is server.Config.Tarpit; its zero value releases every
+	// hold at once, so that refusals are not held in tests of other
+	// things.
+	tarpit server.TarpitConfig
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -95,6 +100,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		RetryMaxDelay:     2 * time.Millisecond,
 		DefaultRetryAfter: time.Minute,
 		BreakerFailures:   1 << 20, // these tests map single failures; the breaker has its own
+		Budget:            opts.budget,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +143,14 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	}
 	cfg.RateLimit = server.NewRateLimit(server.RateLimitConfig{RPM: opts.rateLimitRPM, Trusted: cfg.TrustedProxies, Now: e.clock.Now})
 	cfg.StreamsPerClient = opts.streams
+	cfg.Tarpit = opts.tarpit
+	if cfg.Tarpit.After == nil {
+		cfg.Tarpit.After = func(time.Duration) <-chan time.Time {
+			c := make(chan time.Time, 1)
+			c <- time.Time{}
+			return c
+		}
+	}
 	if opts.media {
 		m, ok := svc.(server.MediaService)
 		if !ok {

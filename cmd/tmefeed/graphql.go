@@ -71,6 +71,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		Refresh:              cfg.Refresh,
 		Logger:               log,
 		Operation:            server.NoteOperation,
+		Refused:              server.NoteRefused,
 
 		Live:                        hub,
 		Origins:                     splitList(cfg.CORSOrigins), // the CORS policy

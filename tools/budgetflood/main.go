@@ -249,7 +249,10 @@ func run(ctx context.Context, cfg config) (bool, error) {
 	baseline := warmed.Lat[len(warmed.Lat)/2:] // the warm half
 	fmt.Fprintf(cfg.Log, "flooding for %v…\n", cfg.Duration)
 
-	before := o.Total()
+	// The origin's count and the bound's duration cover one window, from
+	// before the first attack to the last answer: the reader's process
+	// starts while the attacks already run.
+	before, floodStart := o.Total(), time.Now()
 	fctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	attacks := map[string]*tally{}
@@ -350,15 +353,15 @@ func run(ctx context.Context, cfg config) (bool, error) {
 			}
 		}
 	})
-	floodStart := time.Now()
 	wg.Wait()
-	floodTook := time.Since(floodStart)
 	read, err := stopReader()
 	if err != nil {
 		return false, err
 	}
+	// Counted together: loads the flood started may still reach the
+	// origin after its last answer (cache loads outlive their callers).
+	floodTook, flood := time.Since(floodStart), o.Total()-before
 	during, readerErrs := read.Lat, read.Errs
-	flood := o.Total() - before
 
 	// After the flood: two refresh windows (CACHE_MODE=normal: 10 s) of
 	// the updater's own traffic, the reader still reading.
@@ -486,8 +489,8 @@ func floodWebSocket(ctx context.Context, base, addr string, t *tally) {
 				if strings.Contains(m.Payload[0].Message, "budget") {
 					status = http.StatusServiceUnavailable
 				}
-				if ra == "" && strings.Contains(m.Payload[0].Message, "SUBSCRIBED_CHANNELS_PER_CLIENT") {
-					ra = "-" // a cap, not a wait: ending a subscription frees its place
+				if ra == "" && (strings.Contains(m.Payload[0].Message, "SUBSCRIBED_CHANNELS_PER_CLIENT") || strings.Contains(m.Payload[0].Message, "subscriptions open")) {
+					ra = "-" // a cap (per client, per connection), not a wait: ending a subscription frees its place
 				}
 				t.add(status, ra, b)
 			case "NOT_FOUND":
