@@ -61,7 +61,7 @@ func graphCode(k fault.Kind) string {
 
 // errorPresenter gives every resolver error an extensions.code. Errors
 // gqlgen raised itself (parsing, validation, limits) already carry one.
-func errorPresenter(log *slog.Logger, now func() time.Time, refused func(context.Context)) graphql.ErrorPresenterFunc {
+func errorPresenter(log *slog.Logger, now func() time.Time, refused, mistaken func(context.Context)) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		var gerr *gqlerror.Error
 		if errors.As(err, &gerr) && gerr.Err == nil {
@@ -78,6 +78,9 @@ func errorPresenter(log *slog.Logger, now func() time.Time, refused func(context
 		}
 		if refused != nil && f.Kind == fault.ClientOverBudget {
 			refused(ctx)
+		}
+		if mistaken != nil && (f.Kind == fault.BadRequest || f.Kind == fault.InvalidUsername || f.Kind == fault.InvalidPosition) {
+			mistaken(ctx)
 		}
 		out.Message = f.Message
 		if out.Extensions == nil {

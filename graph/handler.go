@@ -144,6 +144,10 @@ type HandlerConfig struct {
 	// goroutine that presents the error: the server holds such answers
 	// (see server.NoteRefused).
 	Refused func(ctx context.Context)
+	// Mistaken, when set, is told of a request whose answer carries an
+	// input error (BAD_USER_INPUT) although it is sent with 200, so that a
+	// client making many can have them held (see server.NoteMistake).
+	Mistaken func(ctx context.Context)
 
 	// Live serves subscriptions (over WebSocket and event streams); nil
 	// serves none: upgrades are refused and subscriptions answer an error.
@@ -286,7 +290,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	// which would run a goroutine for ever.
 	r.checked, _ = lru.New[string, time.Time](checkedChannels) // errors only for a size < 1
 	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
-	present := errorPresenter(cfg.Logger, cfg.Now, cfg.Refused)
+	present := errorPresenter(cfg.Logger, cfg.Now, cfg.Refused, cfg.Mistaken)
 
 	var fast *fastPath
 	if !cfg.DisableFastPath {

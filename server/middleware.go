@@ -32,6 +32,7 @@ type reqInfo struct {
 	cache     metrics.CacheOutcome
 	rendered  atomic.Bool // the answer was rendered for this request; set by a load that may outlive it
 	refused   atomic.Bool // the answer is, or carries, a refusal for budget reasons (see refusedForBudget); set by resolvers running at once
+	mistaken  atomic.Bool // the answer is the client's own mistake although its status is 200 (see mistaken)
 	// The backing arrays of header values set on every answer (the
 	// request id; a cached answer's fields), part of the record so that
 	// setting them allocates nothing.

@@ -84,6 +84,17 @@ func NoteRefused(ctx context.Context) {
 	}
 }
 
+// NoteMistake records that the answer of the request ctx belongs to
+// answers the client's own mistake (bad input) although its status is
+// 200, as a GraphQL answer with input errors is: a client making many a
+// second has them held (see TarpitConfig). graph.HandlerConfig.Mistaken
+// takes it.
+func NoteMistake(ctx context.Context) {
+	if info, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		info.mistaken.Store(true)
+	}
+}
+
 // requestID returns the caller's X-Request-Id when it is short and plain,
 // else a fresh one.
 func (h *handler) requestID(r *http.Request, info *reqInfo) string {
@@ -150,10 +161,21 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		// A refusal for budget reasons is held before it is sent (its
 		// bytes wait in the connection's buffer); the duration measured
 		// is the work, not the hold.
-		if h.tarpit != nil && refusedForBudget(info, status) {
-			held := h.tarpit.wait(r.Context(), h.clientKey(r, info), h.tarpit.holdFor(ww.Header().Get("Retry-After")))
-			if h.metrics != nil {
-				h.metrics.RefusalHeld(held)
+		// So is the answer to a client's own mistake once it makes more than
+		// a few a second.
+		if h.tarpit != nil {
+			if refusedForBudget(info, status) {
+				held := h.tarpit.wait(r.Context(), h.clientKey(r, info), h.tarpit.holdFor(ww.Header().Get("Retry-After")))
+				if h.metrics != nil {
+					h.metrics.RefusalHeld(held)
+				}
+			} else if mistaken(info, status) {
+				if client := h.clientKey(r, info); h.tarpit.repeatedMistake(client) {
+					held := h.tarpit.wait(r.Context(), client, h.tarpit.hold)
+					if h.metrics != nil {
+						h.metrics.RefusalHeld(held)
+					}
+				}
 			}
 		}
 		route := chi.RouteContext(r.Context()).RoutePattern()

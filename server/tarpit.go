@@ -15,6 +15,12 @@ const (
 	DefaultTarpitHold      = time.Second
 	DefaultTarpitPerClient = 64
 	DefaultTarpitTotal     = 2048
+	// DefaultTarpitMistakes is how many answers to a client's own mistakes
+	// (bad input, a name that is not there) within a second are answered at
+	// once; the next ones that second are held. A person or a program
+	// being written makes a few; a closed loop of bad requests makes
+	// hundreds.
+	DefaultTarpitMistakes = 10
 )
 
 // TarpitConfig configures the holding of refusals (see tarpit).
@@ -29,9 +35,15 @@ type TarpitConfig struct {
 	// Total bounds the refusals held at once over all clients. 0 means
 	// DefaultTarpitTotal.
 	Total int
+	// Mistakes is how many answers to a client's own mistakes within a
+	// second are sent at once; beyond, they are held for Hold. 0 means
+	// DefaultTarpitMistakes.
+	Mistakes int
 	// After is the tarpit's timer; nil means time.After. Tests release
 	// holds with it.
 	After func(time.Duration) <-chan time.Time
+	// Now is the clock mistakes are counted by; nil means time.Now.
+	Now func() time.Time
 }
 
 // tarpit holds the answers of requests refused for budget reasons
@@ -45,16 +57,35 @@ type TarpitConfig struct {
 // that was not refused, is never delayed. The holds are bounded per
 // client and in total, so that they stay a few kilobytes of goroutine
 // and buffer each: beyond the bounds a refusal is answered at once.
+//
+// The same holds a client's answers to its own mistakes (bad input, a
+// name that is not there) once it makes more than a few a second: such
+// an answer costs a millisecond of parsing and checking, and a closed
+// loop of them takes the cores as a flood of refusals does.
 type tarpit struct {
 	hold      time.Duration
 	perClient int
 	total     int
+	mistakes  int
 	after     func(time.Duration) <-chan time.Time
+	now       func() time.Time
 
 	mu   sync.Mutex
 	held map[string]int // client → refusals held; absent when none
 	n    int            // refusals held
+	// made counts each client's mistakes in its current second; only
+	// clients that made one are here, and seconds past are dropped as the
+	// map grows.
+	made map[string]mistakes
 }
+
+type mistakes struct {
+	since time.Time // the start of the second counted
+	n     int
+}
+
+// maxMistakeClients bounds made between prunings.
+const maxMistakeClients = 4096
 
 // newTarpit returns nil when cfg turns holding off.
 func newTarpit(cfg TarpitConfig) *tarpit {
@@ -65,8 +96,17 @@ func newTarpit(cfg TarpitConfig) *tarpit {
 		hold:      cfg.Hold,
 		perClient: cfg.PerClient,
 		total:     cfg.Total,
+		mistakes:  cfg.Mistakes,
 		after:     cfg.After,
+		now:       cfg.Now,
 		held:      map[string]int{},
+		made:      map[string]mistakes{},
+	}
+	if t.mistakes <= 0 {
+		t.mistakes = DefaultTarpitMistakes
+	}
+	if t.now == nil {
+		t.now = time.Now
 	}
 	if t.hold == 0 {
 		t.hold = DefaultTarpitHold
@@ -81,6 +121,30 @@ func newTarpit(cfg TarpitConfig) *tarpit {
 		t.after = time.After
 	}
 	return t
+}
+
+// repeatedMistake counts a mistake of client's and reports whether it
+// is beyond the few a second answered at once.
+func (t *tarpit) repeatedMistake(client string) bool {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.made[client]
+	if !ok || now.Sub(m.since) >= time.Second {
+		if !ok && len(t.made) >= maxMistakeClients {
+			for c, old := range t.made {
+				if now.Sub(old.since) >= time.Second {
+					delete(t.made, c)
+				}
+			}
+		}
+		m = mistakes{since: now}
+	}
+	m.n++
+	if ok || len(t.made) < maxMistakeClients {
+		t.made[client] = m
+	}
+	return m.n > t.mistakes
 }
 
 // holdFor is how long a refusal with Retry-After header value ra is held:
@@ -138,6 +202,22 @@ func refusedForBudget(info *reqInfo, status int) bool {
 		return false
 	}
 	return overBudget(fault.Classify(info.err).Kind)
+}
+
+// mistaken reports whether the answer to the request with record info, of
+// status, is the answer to the client's own mistake: bad input, a route
+// or name that is not there, a request too large, or a GraphQL answer
+// whose errors are input errors (NoteMistake). Missing or refused keys
+// (401, 403) and refusals (429) are not: they are answered or held as
+// such.
+func mistaken(info *reqInfo, status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge,
+		http.StatusRequestURITooLong, http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity,
+		http.StatusRequestHeaderFieldsTooLarge:
+		return true
+	}
+	return status >= http.StatusOK && info.mistaken.Load()
 }
 
 // overBudget reports whether a failure of kind k is the refusal of the

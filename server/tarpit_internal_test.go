@@ -60,3 +60,38 @@ func TestTarpitHoldsAreBounded(t *testing.T) {
 		}
 	})
 }
+
+// A client's mistakes are answered at once up to Mistakes a second; the
+// next ones that second are to be held. Other clients count apart, a
+// new second starts afresh, and the clients counted stay bounded.
+func TestTarpitCountsMistakesPerSecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp := newTarpit(TarpitConfig{Mistakes: 3})
+		for i := range 3 {
+			if tp.repeatedMistake("a") {
+				t.Fatalf("mistake %d of 3 in a second to be held", i+1)
+			}
+		}
+		if !tp.repeatedMistake("a") {
+			t.Error("a fourth mistake in a second not to be held")
+		}
+		if tp.repeatedMistake("b") {
+			t.Error("another client's first mistake to be held")
+		}
+		time.Sleep(time.Second) // the bubble's clock
+		if tp.repeatedMistake("a") {
+			t.Error("a mistake in a new second to be held")
+		}
+		for i := range maxMistakeClients + 10 {
+			tp.repeatedMistake(string(rune('A' + i)))
+		}
+		if len(tp.made) > maxMistakeClients {
+			t.Errorf("%d clients counted, want at most %d", len(tp.made), maxMistakeClients)
+		}
+		time.Sleep(time.Second)
+		tp.repeatedMistake("late")
+		if len(tp.made) != 1 {
+			t.Errorf("a second later, %d clients counted, want the one new", len(tp.made))
+		}
+	})
+}

@@ -86,7 +86,8 @@ func TestTarpitHoldsBudgetRefusalsNotCachedAnswers(t *testing.T) {
 
 // Refusals for other reasons than the client's own budget (bad input, an
 // unknown channel, the origin budget spent for everyone) are answered at
-// once.
+// once; bad input and unknown names, the client's own mistakes, only
+// while it makes few (TestTarpitHoldsRepeatedMistakes).
 func TestTarpitLeavesOtherErrorsAlone(t *testing.T) {
 	holds := make(chan time.Duration, 8)
 	// One origin request a minute for everyone, none queued for: the
@@ -116,5 +117,62 @@ func TestTarpitLeavesOtherErrorsAlone(t *testing.T) {
 		case d := <-holds:
 			t.Errorf("%s held for %v", c.target, d)
 		}
+	}
+}
+
+// A client making many mistakes a second (bad input, names that are not
+// there) has the ones beyond the first few held, as a refusal is; another
+// client's mistakes, and the client's own good answers, are not.
+func TestTarpitHoldsRepeatedMistakes(t *testing.T) {
+	holds := make(chan time.Duration, 8)
+	release := make(chan time.Time)
+	e := newEnv(t, envOptions{refresh: 10 * time.Second, tarpit: server.TarpitConfig{
+		Mistakes: 2,
+		After: func(d time.Duration) <-chan time.Time {
+			holds <- d
+			return release
+		},
+		// One second for the whole test: the mistakes all fall in it.
+		Now: func() time.Time { return time.Unix(1e9, 0) },
+	}})
+	serve := func(target string, addr string) <-chan *httptest.ResponseRecorder {
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			req := httptest.NewRequest(http.MethodGet, target, nil)
+			req.RemoteAddr = addr
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			done <- rec
+		}()
+		return done
+	}
+	answered := func(what, target, addr string, status int) {
+		t.Helper()
+		select {
+		case rec := <-serve(target, addr):
+			if rec.Code != status {
+				t.Errorf("%s: %d, want %d", what, rec.Code, status)
+			}
+		case d := <-holds:
+			t.Fatalf("%s held for %v", what, d)
+		}
+	}
+	const client, other = "192.0.2.1:1000", "192.0.2.2:1000"
+	answered("the client's first mistake", "/v1/body/no", client, http.StatusBadRequest)
+	answered("its second", "/v1/body/nobody_here_at_all", client, http.StatusNotFound)
+	third := serve("/v1/body/no", client)
+	select {
+	case d := <-holds:
+		if d != server.DefaultTarpitHold {
+			t.Errorf("the third mistake held %v, want %v", d, server.DefaultTarpitHold)
+		}
+	case rec := <-third:
+		t.Fatalf("the third mistake in a second answered %d at once", rec.Code)
+	}
+	answered("the client's good answer meanwhile", "/v1/body/"+demoChannel, client, http.StatusOK)
+	answered("another client's mistake", "/v1/body/no", other, http.StatusBadRequest)
+	close(release)
+	if rec := <-third; rec.Code != http.StatusBadRequest {
+		t.Errorf("the held mistake: %d, want 400", rec.Code)
 	}
 }

@@ -72,6 +72,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		Logger:               log,
 		Operation:            server.NoteOperation,
 		Refused:              server.NoteRefused,
+		Mistaken:             server.NoteMistake,
 
 		Live:                        hub,
 		Origins:                     splitList(cfg.CORSOrigins), // the CORS policy
