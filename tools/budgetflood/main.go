@@ -81,6 +81,7 @@ type tally struct {
 	byStatus map[int]int
 	noRetry  int // 429/503 without Retry-After
 	other    []string
+	sent     atomic.Int64 // messages sent, where answers are not one per message (WebSocket)
 }
 
 func (t *tally) add(status int, retryAfter string, body []byte) {
@@ -99,6 +100,9 @@ func (t *tally) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var parts []string
+	if n := t.sent.Load(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d subscribe messages sent, refused:", n))
+	}
 	for _, s := range slices.Sorted(func(yield func(int) bool) {
 		for s := range t.byStatus {
 			if !yield(s) {
@@ -440,7 +444,6 @@ func floodWebSocket(ctx context.Context, base, addr string, t *tally) {
 		}
 		c.SetReadLimit(1 << 20)
 		_ = c.Write(ctx, websocket.MessageText, []byte(`{"type":"connection_init"}`))
-		var sent atomic.Int64
 		go func() {
 			for i := 1; ctx.Err() == nil; i++ {
 				names := make([]string, 100)
@@ -453,7 +456,7 @@ func floodWebSocket(ctx context.Context, base, addr string, t *tally) {
 				if c.Write(ctx, websocket.MessageText, msg) != nil {
 					return
 				}
-				sent.Add(1)
+				t.sent.Add(1)
 				// Each subscription ends at its refusal, or is completed
 				// here so that the connection does not hold them all.
 				_ = c.Write(ctx, websocket.MessageText, []byte(`{"id":"`+strconv.Itoa(i)+`","type":"complete"}`))
