@@ -34,7 +34,6 @@ const benchUsage = `usage: tmefeed bench <what> [flags]   (loopback only; ratios
 
   parse        per channel page: parse µs, MB/s, allocations, beside a bare tokenizer pass and html.Parse
   audit        per endpoint, cached and cold: wall and CPU time, allocations; --stages splits a cold body
-  coalescing   tools/multiproc over Valkey on loopback, then behind --valkey-delay (run from the repository root)
   memory       peak RSS, live heap, accounted vs measured bytes over many distinct channels
 
 Run "tmefeed bench <what> -h" for its flags.
@@ -78,16 +77,6 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return errors.New("bench audit: --cold wants 1..999")
 		}
 		return benchAudit(ctx, stdout, getenv, *cold, *rounds, *d, *stages)
-	case "coalescing":
-		cfg := bench.CoalescingConfig{Log: stderr}
-		fs.DurationVar(&cfg.ValkeyDelay, "valkey-delay", 2*time.Millisecond, "delay added each way between the processes and Valkey (a proxy on loopback)")
-		fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "length of each run")
-		fs.IntVar(&cfg.Procs, "procs", 3, "tmefeed processes")
-		fs.StringVar(&cfg.Bin, "bin", "", "tmefeed binary for the processes (default: built from source)")
-		if err := parseBenchFlags(fs, args[1:]); err != nil {
-			return err
-		}
-		return bench.Coalescing(ctx, stdout, cfg)
 	case "memory":
 		channels := fs.Int("channels", 999, "distinct channels requested (at most 999)")
 		mb := fs.Int("memory-cache-max-mb", 64, "MEMORY_CACHE_MAX_MB of the measured stack")

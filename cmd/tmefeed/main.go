@@ -27,7 +27,7 @@ usage:
   tmefeed parse [--kind K] FILE|-    print a saved t.me page as the API's JSON
   tmefeed healthcheck [flags]        exit 0 when a running server's /healthz answers 200 (Docker HEALTHCHECK)
   tmefeed keys add NAME [limits]     mint an API key: the key on line 1, its API_KEYS_FILE line on line 2
-  tmefeed bench <what> [flags]       performance figures: parse, audit, coalescing, memory
+  tmefeed bench <what> [flags]       performance figures: parse, audit, memory
 
 Run "tmefeed <command> -h" for the flags of a command.
 `

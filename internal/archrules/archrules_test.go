@@ -256,3 +256,21 @@ func TestViolationsFindsABadImport(t *testing.T) {
 		t.Fatalf("violations:\n got %q\nwant %q", got, want)
 	}
 }
+
+// The server's binary links no test harness: measurements that start
+// redis-servers or use package testing are tools of their own.
+func TestBinaryLinksNoTesting(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/tmefeed")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	noteSources(t, cmd.Dir)
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "testing" || strings.HasPrefix(dep, "testing/") || dep == module+"/internal/redistest" {
+			t.Errorf("cmd/tmefeed links %s", dep)
+		}
+	}
+}

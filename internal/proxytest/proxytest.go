@@ -4,6 +4,8 @@
 // without authentication). Each opens its connections to the origin from
 // an address of its own (127.0.0.N), as proxies on other machines would,
 // so that an origin can tell them apart by the request's remote address.
+// DelayProxy (delay.go) is a TCP proxy that delays every byte, for a
+// Valkey on another machine.
 package proxytest
 
 import (

@@ -37,6 +37,7 @@ import (
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/internal/procbin"
+	"github.com/tmefeed/tmefeed/internal/proxytest"
 	"github.com/tmefeed/tmefeed/internal/redistest"
 )
 
@@ -51,7 +52,11 @@ type config struct {
 	CacheMode string        // CACHE_MODE of the processes
 	Synthetic int           // synthetic channels added to the mix
 	ValkeyURL string        // empty = start a redis-server (or a cluster)
-	Log       io.Writer     // progress and process output on failure
+	// ValkeyDelay, with the redis-server the run starts, puts it behind a
+	// proxy delaying every byte this long each way: a Valkey on another
+	// machine.
+	ValkeyDelay time.Duration
+	Log         io.Writer // progress and process output on failure
 
 	// ClusterNodes > 0 (and no ValkeyURL or Cluster) starts a Redis Cluster
 	// of that many nodes instead of one server.
@@ -221,6 +226,7 @@ func main() {
 	flag.StringVar(&cfg.CacheMode, "cache-mode", "normal", "CACHE_MODE of the processes: normal or aggressive")
 	flag.IntVar(&cfg.Synthetic, "synthetic", 20, "synthetic channels added to the request mix")
 	flag.StringVar(&cfg.ValkeyURL, "valkey-url", "", "use this Valkey instead of starting a redis-server (it should be empty)")
+	flag.DurationVar(&cfg.ValkeyDelay, "valkey-delay", 0, "put the redis-server the run starts behind a loopback proxy delaying every byte this long each way, as a Valkey on another machine (e.g. 2ms)")
 	flag.IntVar(&cfg.ClusterNodes, "cluster", 0, "start a Redis Cluster of this many nodes (at least 3) instead of one redis-server")
 	flag.DurationVar(&cfg.KillAfter, "kill-node-after", 0, "with -cluster: stop one node this long into the load")
 	flag.IntVar(&cfg.Late, "late", 0, "with -kill-node-after: synthetic channels first requested after the node is lost")
@@ -249,6 +255,9 @@ func run(ctx context.Context, cfg config) (report, error) {
 	}
 	if cfg.Procs < 1 || cfg.Clients < 1 || cfg.Duration <= 0 {
 		return report{}, errors.New("procs, clients and duration must be positive")
+	}
+	if cfg.ValkeyDelay > 0 && (cfg.Cluster != nil || cfg.ClusterNodes > 0 || cfg.ValkeyURL != "") {
+		return report{}, errors.New("-valkey-delay applies to the redis-server the run starts, not to a cluster or -valkey-url")
 	}
 	if cfg.KillAfter > 0 && cfg.Cluster == nil && (cfg.ClusterNodes < 3 || cfg.ValkeyURL != "") {
 		return report{}, errors.New("a node can be killed only in a cluster the run starts (-cluster 3 or more)")
@@ -293,6 +302,15 @@ func run(ctx context.Context, cfg config) (report, error) {
 		}
 		defer srv.Close()
 		valkeyURL, nodes = srv.URL, []*redistest.Server{srv}
+		if cfg.ValkeyDelay > 0 {
+			proxy, err := proxytest.NewDelayProxy(srv.Addr, cfg.ValkeyDelay)
+			if err != nil {
+				return report{}, err
+			}
+			defer proxy.Close()
+			valkeyURL = "redis://" + proxy.Addr() + "/0"
+			shared = fmt.Sprintf("redis-server behind %v each way", cfg.ValkeyDelay)
+		}
 	}
 	if cluster != nil {
 		nodes, shared = cluster.Nodes, fmt.Sprintf("%d-node cluster", len(cluster.Nodes))

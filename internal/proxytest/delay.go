@@ -1,4 +1,4 @@
-package bench
+package proxytest
 
 import (
 	"errors"
