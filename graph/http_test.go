@@ -310,7 +310,7 @@ func TestRequestErrorCodes(t *testing.T) {
 	}
 }
 
-// The README and the schema's description list the same codes: every
+// docs/API.md and the schema's description list the same codes: every
 // code the server sends.
 func TestErrorCodesDocumented(t *testing.T) {
 	all := []string{
@@ -323,7 +323,7 @@ func TestErrorCodesDocumented(t *testing.T) {
 	slices.Sort(all)
 	codeRow := regexp.MustCompile("(?m)^\\|[^|`\\n]*\\| *`([A-Z_]+)` *\\|")
 	for _, doc := range []struct{ file, start, end string }{
-		{"../README.md", "### GraphQL errors", "\n## "},
+		{"../docs/API.md", "### GraphQL errors", "\n## "},
 		{"schema.graphqls", "Error codes", "\"\"\""},
 	} {
 		b, err := os.ReadFile(doc.file)

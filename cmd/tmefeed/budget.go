@@ -12,7 +12,7 @@ import (
 // get the most: a hit there costs a decompression, a miss a fetch from
 // Telegram. A feed build is charged for the parsed pages it keeps alive,
 // so its share must hold a 100-channel feed (about 5 MB) at the default
-// budget. README "Memory" documents the split.
+// budget. docs/RUNNING.md, "Memory", documents the split.
 const (
 	sharePages    = 400 // compressed page bytes and rendered answers (with Valkey: its client-side cache and fallback)
 	shareHot      = 100 // uncompressed copies of the hottest answers

@@ -87,7 +87,7 @@ type serveConfig struct {
 	mediaOrigin string
 }
 
-// Defaults of the origin budget (README's settings table says why).
+// Defaults of the origin budget (docs/RUNNING.md's settings table says why).
 const (
 	defaultOriginRPM       = 600
 	defaultClientOriginRPM = 60
@@ -96,7 +96,7 @@ const (
 	defaultSubChannels = 500
 )
 
-// defaultStreamsPerClient is STREAMS_PER_CLIENT's default (README's
+// defaultStreamsPerClient is STREAMS_PER_CLIENT's default (docs/RUNNING.md's
 // settings table says why this number).
 const defaultStreamsPerClient = 256
 

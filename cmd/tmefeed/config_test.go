@@ -149,9 +149,10 @@ func TestServeConfigErrorsNameTheirSource(t *testing.T) {
 	}
 }
 
-// The README's settings table lists every setting with its flag and default.
-func TestReadmeListsEverySetting(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// The settings table (docs/RUNNING.md) lists every setting with its flag
+// and default.
+func TestDocsListEverySetting(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "RUNNING.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestReadmeListsEverySetting(t *testing.T) {
 		}
 		row := "| `" + s.env + "` | `--" + s.flag + "` | " + def + " |"
 		if !strings.Contains(readme, row) {
-			t.Errorf("README has no settings row starting %q", row)
+			t.Errorf("docs/RUNNING.md has no settings row starting %q", row)
 		}
 	}
 }

@@ -49,7 +49,7 @@ type Query struct {
 // payload holding only the error, with `extensions.code`, then completes; so
 // does every error on an event stream. On shutdown, WebSocket connections
 // close with 1012 and event streams end, without complete, so that clients
-// connect again and resubscribe. See the README, "Subscriptions".
+// connect again and resubscribe. See docs/API.md, "Subscriptions".
 type Subscription struct {
 }
 

@@ -23,7 +23,7 @@ type apiItem struct {
 }
 
 // want is what a reader should show of one post, read from the JSON API
-// by the README's rules for feed-reader documents.
+// by the rules for feed-reader documents in docs/API.md.
 type want struct {
 	link, title string
 	date        time.Time // zero: the page does not date the post
@@ -33,7 +33,7 @@ type want struct {
 
 // expect reads the reader's view of the posts items from the JSON API.
 // Titles are the documents' own reading of a post (feedformat.Titles);
-// links, dates, pictures and attachments follow the README.
+// links, dates, pictures and attachments follow docs/API.md.
 func expect(items []apiItem) []want {
 	fitems := make([]feed.Item, len(items))
 	for i := range items {
