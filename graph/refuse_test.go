@@ -187,6 +187,15 @@ func TestSubscriptionLookupDoesNotHoldOthers(t *testing.T) {
 	c := e.connect(t)
 	c.subscribe("stuck", updatesQuery, map[string]any{"channels": []string{"retro_channel"}})
 	waitSubscribers(t, hub, 1)
+	// The stuck subscription registers before it looks its channel up:
+	// the look-up must be hanging at the origin before the other starts.
+	deadline := time.Now().Add(waitLimit)
+	for e.origin.Requests("/s/retro_channel") < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the origin was not asked for the stuck channel")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	c.subscribe("other", updatesQuery, map[string]any{"channels": []string{"nobody_at_all_here"}})
 	if errs := c.refusal("other"); len(errs) != 1 || errs[0].code() != "NOT_FOUND" {
 		t.Fatalf("the other subscription: %+v", errs)
