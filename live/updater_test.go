@@ -102,16 +102,17 @@ func (r *reader) tick(t *testing.T, a *answers) {
 // window.
 func TestUpdaterKeepsPopularPagesFresh(t *testing.T) {
 	// A window long enough for a loaded machine (or the race detector) to
-	// parse the pages in a fraction of it.
-	const refresh = time.Second
+	// fetch and parse the pages in a fraction of it: at one second, one
+	// page in a few hundred was reloaded late now and then.
+	const refresh = 2 * time.Second
 	const windows = 2
 	w := newWorld(t, fixtures.OriginOptions{Synthetic: 10})
 	channels := w.origin.Channels()[len(w.origin.Channels())-10:]
 	for _, on := range []bool{true, false} {
-		// A lead of 400 ms (the default would be 250 ms): room for a
+		// A lead of 800 ms (the default would be 500 ms): room for a
 		// cycle's ten fetches and parses on a loaded machine under the
 		// race detector. In production the lead is 2.5 s.
-		p := w.process(t, processOptions{refresh: refresh, hub: live.Config{Updater: live.UpdaterConfig{Off: !on, Lead: 400 * time.Millisecond}}})
+		p := w.process(t, processOptions{refresh: refresh, hub: live.Config{Updater: live.UpdaterConfig{Off: !on, Lead: 800 * time.Millisecond}}})
 		fs, err := feed.New(feed.Config{Pages: p.pages, Refresh: refresh})
 		if err != nil {
 			t.Fatal(err)
