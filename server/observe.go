@@ -158,23 +158,15 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		// A refusal for budget reasons is held before it is sent (its
-		// bytes wait in the connection's buffer); the duration measured
-		// is the work, not the hold.
-		// So is the answer to a client's own mistake once it makes more than
-		// a few a second.
+		// A refusal for budget reasons, or the answer to a client's own
+		// mistake once it makes more than a few a second, is held before it
+		// is sent (its bytes wait in the connection's buffer); the duration
+		// measured is the work, not the hold.
 		if h.tarpit != nil {
-			if refusedForBudget(info, status) {
-				held := h.tarpit.wait(r.Context(), h.clientKey(r, info), h.tarpit.holdFor(ww.Header().Get("Retry-After")))
+			if d, client, ok := h.holdDue(r, info, status, ww); ok {
+				held := h.tarpit.wait(r.Context(), client, d)
 				if h.metrics != nil {
 					h.metrics.RefusalHeld(held)
-				}
-			} else if mistaken(info, status) {
-				if client := h.clientKey(r, info); h.tarpit.repeatedMistake(client) {
-					held := h.tarpit.wait(r.Context(), client, h.tarpit.hold)
-					if h.metrics != nil {
-						h.metrics.RefusalHeld(held)
-					}
 				}
 			}
 		}

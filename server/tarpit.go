@@ -204,6 +204,19 @@ func refusedForBudget(info *reqInfo, status int) bool {
 	return overBudget(fault.Classify(info.err).Kind)
 }
 
+// holdDue says whether the answer of status to r (with record info,
+// written to w) is to be held, for how long, and for which client.
+func (h *handler) holdDue(r *http.Request, info *reqInfo, status int, w http.ResponseWriter) (time.Duration, string, bool) {
+	switch {
+	case refusedForBudget(info, status):
+		return h.tarpit.holdFor(w.Header().Get("Retry-After")), h.clientKey(r, info), true
+	case mistaken(info, status):
+		client := h.clientKey(r, info)
+		return h.tarpit.hold, client, h.tarpit.repeatedMistake(client)
+	}
+	return 0, "", false
+}
+
 // mistaken reports whether the answer to the request with record info, of
 // status, is the answer to the client's own mistake: bad input, a route
 // or name that is not there, a request too large, or a GraphQL answer
