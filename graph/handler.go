@@ -221,9 +221,23 @@ type Handler struct {
 // ServeHTTP answers a repeated query from its kept answer, and everything
 // else through the transports.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.hot != nil && h.hot.serve(w, r) {
+	if h.ServeKept(w, r) {
 		return
 	}
+	h.front.ServeHTTP(w, r)
+}
+
+// ServeKept answers r with a kept answer when one is current, and
+// reports whether it did; ServeHTTP then does the rest. A server that
+// makes work wait (a client's share of the cores) puts it between the
+// two, so that kept answers never wait.
+func (h *Handler) ServeKept(w http.ResponseWriter, r *http.Request) bool {
+	return h.hot != nil && h.hot.serve(w, r)
+}
+
+// ServeWork answers r without looking for a kept answer: what ServeHTTP
+// does after ServeKept reported false.
+func (h *Handler) ServeWork(w http.ResponseWriter, r *http.Request) {
 	h.front.ServeHTTP(w, r)
 }
 

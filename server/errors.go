@@ -24,6 +24,7 @@ const (
 	CodeUpstreamTimeout  = "upstream_timeout"
 	CodeUnavailable      = "upstream_unavailable"
 	CodeOriginBudget     = "origin_budget_exhausted"
+	CodeOverloaded       = "overloaded"
 	CodeCanceled         = "canceled"
 	CodeInternal         = "internal"
 )

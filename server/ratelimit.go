@@ -141,6 +141,12 @@ func (h *handler) newRateLimit(l *RateLimit) func(http.Handler) http.Handler {
 // rateLimited answers a request over the limit in the shape its route's
 // clients read.
 func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int) {
+	h.refuse(w, r, retry, "too many requests from this client: at most "+w.Header().Get("X-RateLimit-Limit")+" a minute; retry in "+strconv.Itoa(retry)+"s")
+}
+
+// refuse answers a request refused by one of its client's own limits,
+// with msg, in the shape its route's clients read: 429 with Retry-After.
+func (h *handler) refuse(w http.ResponseWriter, r *http.Request, retry int, msg string) {
 	if h.metrics != nil {
 		h.metrics.Route(chi.RouteContext(r.Context()).RoutePattern()).RateLimited()
 	}
@@ -148,7 +154,6 @@ func (h *handler) rateLimited(w http.ResponseWriter, r *http.Request, retry int)
 		info.refused.Store(true)
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(retry))
-	msg := "too many requests from this client: at most " + w.Header().Get("X-RateLimit-Limit") + " a minute; retry in " + strconv.Itoa(retry) + "s"
 	if h.isGraphQL(r) {
 		h.failGraphQL(w, r, http.StatusTooManyRequests, gqlCodeRateLimited, msg)
 		return

@@ -129,6 +129,12 @@ type Config struct {
 	// is refused with 429. 0 means no bound. Streams are what GraphQL
 	// says they are (its IsStream method; *graph.Handler has one).
 	StreamsPerClient int
+	// Share bounds the requests that build answers from many pages
+	// (feeds and feed documents, previews, the widget, GraphQL beyond its
+	// kept answers) one client has working at
+	// once, so that one client cannot take every core (CLIENT_CONCURRENCY,
+	// see ShareConfig); the zero value shares as its defaults say.
+	Share ShareConfig
 	// Tarpit holds the answers of requests refused for budget reasons for
 	// their Retry-After, up to a second (see TarpitConfig); the zero value
 	// holds them as DefaultTarpitHold says.
@@ -279,16 +285,25 @@ func New(cfg Config) http.Handler {
 		if cfg.RateLimit != nil {
 			r.Use(h.newRateLimit(cfg.RateLimit))
 		}
+		// One page's answer (a hit, or one render of a page, a chunk or a
+		// search) is left out of the share: it costs a millisecond at most,
+		// or waits on Telegram. What builds from many pages (feeds, history
+		// walks, previews, GraphQL) takes its client's share.
+		work := func(f http.HandlerFunc) http.HandlerFunc { return f }
+		if share := newShare(cfg.Share); share != nil {
+			mw := h.shareCPU(share)
+			work = func(f http.HandlerFunc) http.HandlerFunc { return mw(f).ServeHTTP }
+		}
 		r.Get("/v1/body/{channel}", h.body)
 		r.Get("/v1/post/{channel}/{id}", h.post)
 		r.Get("/v1/more/{channel}/{direction}/{position}", h.more)
 		r.Get("/v1/preview/{channel}", h.preview)
 		r.Get("/v1/search/{channel}", h.search)
-		r.Post("/v1/previews", h.previews)
+		r.Post("/v1/previews", work(h.previews))
 		if cfg.Feed != nil {
-			r.Post("/v1/feed", h.feed)
+			r.Post("/v1/feed", work(h.feed))
 			for _, f := range feedformat.Formats() {
-				r.Get("/v1/"+f.String(), h.syndication(f))
+				r.Get("/v1/"+f.String(), work(h.syndication(f)))
 			}
 		}
 		// Mount points take only the methods they serve, so that any other
@@ -296,6 +311,15 @@ func New(cfg Config) http.Handler {
 		// OPTIONS is no exception: CORS preflights never reach the router.
 		if cfg.GraphQL != nil {
 			gql := cfg.Encoder.Handler(cfg.GraphQL)
+			if k, ok := cfg.GraphQL.(keptServer); ok {
+				// Kept answers first; only the rest waits for its share.
+				rest := work(k.ServeWork)
+				gql = cfg.Encoder.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if !k.ServeKept(w, r) {
+						rest(w, r)
+					}
+				}))
+			}
 			if st, ok := cfg.GraphQL.(streamTeller); ok && (cfg.StreamsPerClient > 0 || cfg.Access != nil) {
 				// At /graphql only: no other route streams, and the /v1
 				// routes' hits must not pay even the check.
@@ -309,8 +333,8 @@ func New(cfg Config) http.Handler {
 		}
 		// The widget's page and posts read feeds: limited like the API.
 		if cfg.Widget != nil {
-			r.Get("/embed", cfg.Widget.ServeHTTP)
-			r.Get("/embed/*", cfg.Widget.ServeHTTP)
+			r.Get("/embed", work(cfg.Widget.ServeHTTP))
+			r.Get("/embed/*", work(cfg.Widget.ServeHTTP))
 		}
 	})
 	// The widget's assets (named by their hash, kept by browsers for a
@@ -336,6 +360,13 @@ func New(cfg Config) http.Handler {
 		r.Get("/favicon.ico", cfg.Playground.ServeHTTP)
 	}
 	return withRequestContext(r)
+}
+
+// keptServer is a GraphQL handler that answers kept answers apart from
+// the rest (*graph.Handler).
+type keptServer interface {
+	ServeKept(w http.ResponseWriter, r *http.Request) bool
+	ServeWork(w http.ResponseWriter, r *http.Request)
 }
 
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {

@@ -80,13 +80,21 @@ type envOptions struct {
 	// hold at once, so that refusals are not held in tests of other
 	// things.
 	tarpit server.TarpitConfig
+	share  server.ShareConfig // server.Config.Share
+	// originWrap, when set, wraps the fixture origin's handler (a test
+	// holding some of its answers).
+	originWrap func(http.Handler) http.Handler
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	e := &env{t: t, clock: &testClock{t: time.Now()}}
 	e.origin = fixtures.NewOrigin(fixtures.OriginOptions{Pages: opts.originPages, DeepHistory: opts.deepHistory, Synthetic: opts.synthetic})
-	ts := httptest.NewServer(e.origin)
+	var originHandler http.Handler = e.origin
+	if opts.originWrap != nil {
+		originHandler = opts.originWrap(e.origin)
+	}
+	ts := httptest.NewServer(originHandler)
 	t.Cleanup(ts.Close)
 
 	if opts.requestTimeout == 0 {
@@ -144,6 +152,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	cfg.RateLimit = server.NewRateLimit(server.RateLimitConfig{RPM: opts.rateLimitRPM, Trusted: cfg.TrustedProxies, Now: e.clock.Now})
 	cfg.StreamsPerClient = opts.streams
 	cfg.Tarpit = opts.tarpit
+	cfg.Share = opts.share
 	if cfg.Tarpit.After == nil {
 		cfg.Tarpit.After = func(time.Duration) <-chan time.Time {
 			c := make(chan time.Time, 1)

@@ -78,6 +78,7 @@ type serveConfig struct {
 	OriginRPM            int           // ORIGIN_RPM, --origin-rpm
 	OriginBurst          int           // ORIGIN_BURST, --origin-burst (0 = ORIGIN_RPM/5)
 	ClientOriginRPM      int           // CLIENT_ORIGIN_RPM, --client-origin-rpm (0 = no per-client share)
+	ClientConcurrency    int           // CLIENT_CONCURRENCY, --client-concurrency (0 = half the CPUs, -1 = no bound)
 	SubChannelsPerClient int           // SUBSCRIBED_CHANNELS_PER_CLIENT, --subscribed-channels-per-client (0 = no cap)
 
 	// mediaOrigin is set by serve, not read from a setting: an origin
@@ -128,6 +129,7 @@ var serveSettings = []setting{
 	{"ORIGIN_RPM", "origin-rpm", strconv.Itoa(defaultOriginRPM), "requests a minute sent to Telegram from one egress address (this server's own, shared by every process with VALKEY_URL), whatever asks for them; beyond it stale copies are served longer, the updater slows down and a page no tier holds is 503 origin_budget_exhausted with Retry-After"},
 	{"ORIGIN_BURST", "origin-burst", "0", "requests to Telegram that may go at once within ORIGIN_RPM; 0 = ORIGIN_RPM/5"},
 	{"CLIENT_ORIGIN_RPM", "client-origin-rpm", strconv.Itoa(defaultClientOriginRPM), "requests to Telegram one client (as RATE_LIMIT_RPM counts clients) may cause a minute, after a burst of 120 (one cold feed of 100 channels); beyond it a page no tier holds is 429 rate_limited with Retry-After, cached answers are served as ever; 0 = no per-client share"},
+	{"CLIENT_CONCURRENCY", "client-concurrency", "0", "requests that build answers from many pages (feeds and feed documents with their history walks, previews, the widget, GraphQL beyond its kept answers) one client (as RATE_LIMIT_RPM counts clients) has working at once; the next wait their turn, and a request that has run 250ms stops counting (it waits on Telegram); over 64 waiting is 429 rate_limited; 0 = half the CPUs, at least one; -1 = no bound"},
 	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT, CLIENT_ORIGIN_RPM); empty = the peer address is the client"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
@@ -297,6 +299,9 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 	cfg.GraphQLTimeout = duration(*vals["GRAPHQL_TIMEOUT"], func(err error) { bad("GRAPHQL_TIMEOUT", err) }, false)
 	if cfg.GraphQLMaxMB, err = strconv.Atoi(*vals["GRAPHQL_MAX_RESPONSE_MB"]); err != nil || cfg.GraphQLMaxMB < 1 || cfg.GraphQLMaxMB > 1024 {
 		bad("GRAPHQL_MAX_RESPONSE_MB", errors.New("want a whole number of MiB from 1 to 1024"))
+	}
+	if cfg.ClientConcurrency, err = strconv.Atoi(*vals["CLIENT_CONCURRENCY"]); err != nil || cfg.ClientConcurrency < -1 {
+		bad("CLIENT_CONCURRENCY", errors.New("want a whole number of requests, 0 for half the CPUs, -1 for no bound"))
 	}
 	if cfg.GraphQLMaxExpensive, err = strconv.Atoi(*vals["GRAPHQL_MAX_EXPENSIVE"]); err != nil || cfg.GraphQLMaxExpensive < 0 {
 		bad("GRAPHQL_MAX_EXPENSIVE", errors.New("want a whole number, 0 for half the CPUs"))

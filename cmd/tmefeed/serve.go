@@ -481,6 +481,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		RateLimit:        rateLimit,
 		TrustedProxies:   trusted,
 		StreamsPerClient: cfg.StreamsPerClient,
+		Share:            server.ShareConfig{PerClient: cfg.ClientConcurrency},
 		Encoder:          enc,
 		Access:           acc,
 		MetricsElsewhere: cfg.MetricsAddr != "",

@@ -1,0 +1,112 @@
+package server_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tmefeed/tmefeed/server"
+)
+
+// A client with a feed working (here: waiting on the origin, which the
+// test holds) has its next feed requests wait their turn, and the one
+// past its queue is refused with 429 and Retry-After; meanwhile its
+// cached page answers are served at once, and so is another client's
+// feed. Once the first feed ends, the waiting one is served.
+func TestShareMakesAClientsExtraWorkWait(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 16)
+	e := newEnv(t, envOptions{
+		refresh:        10 * time.Second,
+		feed:           true,
+		requestTimeout: time.Minute,
+		// The held request keeps counting: no stall.
+		share: server.ShareConfig{PerClient: 1, Stall: time.Hour, Queue: 1},
+		originWrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.Contains(r.URL.Path, "hadashot_today") {
+					arrived <- struct{}{}
+					<-release
+				}
+				next.ServeHTTP(w, r)
+			})
+		},
+	})
+	const client, other = "192.0.2.1:1000", "192.0.2.2:1000"
+	serve := func(method, target, body, addr string) <-chan *httptest.ResponseRecorder {
+		done := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			req := httptest.NewRequest(method, target, bytes.NewReader([]byte(body)))
+			if body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			req.RemoteAddr = addr
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			done <- rec
+		}()
+		return done
+	}
+	feedOf := func(ch string) string { return `{"channels":["` + ch + `"]}` }
+	// Warm: the client's page and a feed of it.
+	if rec := <-serve(http.MethodGet, "/v1/body/"+demoChannel, "", client); rec.Code != http.StatusOK {
+		t.Fatalf("warming: %d %s", rec.Code, rec.Body)
+	}
+	if rec := <-serve(http.MethodPost, "/v1/feed", feedOf(demoChannel), client); rec.Code != http.StatusOK {
+		t.Fatalf("warming the feed: %d %s", rec.Code, rec.Body)
+	}
+
+	held := serve(http.MethodPost, "/v1/feed", feedOf("hadashot_today"), client)
+	<-arrived // the client's first feed works, waiting on the origin
+	stillHeld := func(what string) {
+		t.Helper()
+		select {
+		case rec := <-held:
+			t.Fatalf("the held feed answered %d before %s", rec.Code, what)
+		default:
+		}
+	}
+
+	if rec := <-serve(http.MethodGet, "/v1/body/"+demoChannel, "", client); rec.Code != http.StatusOK {
+		t.Errorf("the client's cached page: %d, want 200 at once", rec.Code)
+	}
+	stillHeld("the client's cached page")
+	if rec := <-serve(http.MethodPost, "/v1/feed", feedOf(demoChannel), other); rec.Code != http.StatusOK {
+		t.Errorf("another client's feed: %d, want 200 at once", rec.Code)
+	}
+	stillHeld("another client's feed")
+
+	// Two more feeds from the client: one waits (its queue holds one), the
+	// other is refused, whichever came second.
+	a := serve(http.MethodPost, "/v1/feed", feedOf(demoChannel), client)
+	b := serve(http.MethodPost, "/v1/feed", feedOf(demoChannel), client)
+	var refused *httptest.ResponseRecorder
+	var waiting <-chan *httptest.ResponseRecorder
+	select {
+	case refused = <-a:
+		waiting = b
+	case refused = <-b:
+		waiting = a
+	}
+	wantError(t, refused, http.StatusTooManyRequests, server.CodeRateLimited)
+	if got := refused.Header().Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After %q, want 1", got)
+	}
+	select {
+	case rec := <-waiting:
+		t.Fatalf("the waiting feed answered %d while the client's first works", rec.Code)
+	default:
+	}
+	stillHeld("the refusal")
+
+	close(release)
+	if rec := <-held; rec.Code != http.StatusOK {
+		t.Errorf("the held feed: %d %s", rec.Code, rec.Body)
+	}
+	if rec := <-waiting; rec.Code != http.StatusOK {
+		t.Errorf("the waiting feed: %d %s", rec.Code, rec.Body)
+	}
+}
