@@ -147,7 +147,10 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour, CORSOrigins: o.corsOrigins, Encoder: enc})
+	// Share off: these tests send many requests at once as one client to
+	// test the GraphQL handler's own gates, which the server's share of
+	// the cores (tested in server) would otherwise run one at a time.
+	h := server.New(server.Config{Pages: ps, Feed: fs, GraphQL: gh, Playground: pg, Refresh: time.Hour, CORSOrigins: o.corsOrigins, Encoder: enc, Share: server.ShareConfig{PerClient: -1}})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	e := &env{origin: fo, cache: store, pages: ps, feed: fs, gql: gh, srv: srv, originSrv: originSrv}

@@ -20,8 +20,10 @@ const (
 	// origin budget, not working the cores.
 	DefaultShareStall = 250 * time.Millisecond
 	// DefaultShareQueue bounds the requests one client has waiting for
-	// its share; beyond, a request is refused with 429.
-	DefaultShareQueue = 64
+	// its share; beyond, a request is refused with 429. As many as
+	// CONNECTIONS_PER_CLIENT's default lets one address hold open: a
+	// burst a client's connections can send is queued, not refused.
+	DefaultShareQueue = 1024
 	// DefaultShareWaiting bounds the requests waiting over all clients;
 	// beyond, a request is refused with 503.
 	DefaultShareWaiting = 4096
