@@ -1,7 +1,5 @@
 package parser
 
-import "github.com/tmefeed/tmefeed/internal/tme"
-
 // The types below are the one model every face of tmefeed is built from.
 // Their JSON follows telegram-me 1.x, so the REST v1 API can encode them
 // directly; other faces (GraphQL, feeds) adapt them in their own packages.
@@ -9,17 +7,6 @@ import "github.com/tmefeed/tmefeed/internal/tme"
 // the types with optional strings or numbers do so in MarshalJSON (json.go),
 // their tags naming the keys. Keys of tmefeed's own (omitempty) are left
 // out when empty.
-
-// Kind is the kind of t.me page a byte slice holds.
-type Kind = tme.Kind
-
-const (
-	KindBody    = tme.KindBody    // t.me/s/<channel>[/<id>]
-	KindMore    = tme.KindMore    // POST t.me/s/<channel>?before=N|after=N (a JSON string of HTML)
-	KindPreview = tme.KindPreview // t.me/<channel>
-	KindEmbed   = tme.KindEmbed   // t.me/<channel>/<id>?embed=1
-	KindSearch  = tme.KindSearch  // t.me/s/<channel>?q=<query>
-)
 
 // Rich is text as plain string and as Telegram's inner HTML.
 type Rich struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // The REST v1 response shapes, as telegram-me 1.x answers them. The parser
@@ -56,20 +57,19 @@ func MoreView(p *parser.Page) *MoreResponse {
 	return m
 }
 
-// renderKey is the cache key of an answer rendered for a route's key. It
-// names the JSON shape, so that an answer rendered in an earlier shape (by
-// an older instance sharing Valkey during a deploy, say) is never served as
-// this one; change it whenever the shape changes.
+// renderKey is the name an answer rendered for a route's key is kept
+// under: the REST shape's version (tme.ShapeREST), so that an answer
+// rendered in an earlier shape is never served as this one.
 func renderKey(key string) string {
 	// The keys of the newest page and of a preview, the most read, are
 	// constants: no string is built on their hits.
 	switch key {
 	case "body:0":
-		return "shape2:body:0"
+		return tme.ShapeREST + "body:0"
 	case "preview":
-		return "shape2:preview"
+		return tme.ShapeREST + "preview"
 	}
-	return "shape2:" + key
+	return tme.ShapeREST + key
 }
 
 // EncodeJSON encodes v as the API does: HTML left unescaped (the "html"
