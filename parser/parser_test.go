@@ -90,9 +90,10 @@ func parseAs(kind tme.Kind, b []byte) (any, error) {
 	return nil, errors.New("unknown kind")
 }
 
-// TestGolden parses every fixture and compares the REST JSON with the
-// reviewed golden file. Run `go test ./parser -update` after an intended change
-// and review the diff.
+// TestGolden parses every fixture and compares the model, as encoding/json
+// writes it by its tags, with the reviewed golden file. (The REST API's
+// JSON of the same pages is server/restjson's golden.) Run `go test
+// ./parser -update` after an intended change and review the diff.
 func TestGolden(t *testing.T) {
 	for _, f := range loadFixtures(t) {
 		t.Run(f.rel, func(t *testing.T) {

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/server/restjson"
 	"github.com/tmefeed/tmefeed/tme"
 )
 
-// The REST v1 response shapes, as telegram-me 1.x answers them. The parser
-// model's JSON already is telegram-me's (its keys, null for a missing
-// optional value); these types add the envelopes around it.
+// The REST v1 response shapes, as telegram-me 1.x answers them. restjson
+// writes the parser model as telegram-me does (its keys, null for a
+// missing optional value); these types add the envelopes around it.
 
 // MoreResponse is the answer of GET /v1/more/...: posts and cursors, no
 // channel header.
@@ -74,11 +75,18 @@ func renderKey(key string) string {
 
 // EncodeJSON encodes v as the API does: HTML left unescaped (the "html"
 // fields stay readable), a newline at the end, indented when indent is set.
+// The model's answers are written by restjson; any other value (errors,
+// lists of answers already written) by encoding/json.
 func EncodeJSON(v any, indent bool) ([]byte, error) {
-	if !indent {
-		if b, ok := appendAnswer(v); ok {
+	if b, ok := appendAnswer(v); ok {
+		if !indent {
 			return append(b, '\n'), nil
 		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, b, "", "  "); err != nil {
+			return nil, err
+		}
+		return append(buf.Bytes(), '\n'), nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -92,17 +100,16 @@ func EncodeJSON(v any, indent bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// appendAnswer writes the page, post, more and preview answers with the
-// parser's Append functions, which give encoding/json's bytes without its
-// reflection; ok is false for any other value. The cases are concrete
+// appendAnswer writes the page, post, more and preview answers with
+// restjson; ok is false for any other value. The cases are concrete
 // types, not an interface, so that a type embedding *parser.Post (a feed
 // post with its channel) is never written as a bare post.
 func appendAnswer(v any) (b []byte, ok bool) {
 	switch v := v.(type) {
 	case *parser.Page:
-		return parser.AppendPageJSON(make([]byte, 0, answerSize(len(v.Content.Posts))), v), true
+		return restjson.AppendPage(make([]byte, 0, answerSize(len(v.Content.Posts))), v), true
 	case *parser.Post:
-		return parser.AppendPostJSON(make([]byte, 0, answerSize(1)), v), true
+		return restjson.AppendPost(make([]byte, 0, answerSize(1)), v), true
 	case *MoreResponse:
 		b = make([]byte, 0, answerSize(len(v.Posts)))
 		b = append(b, `{"posts":`...)
@@ -114,19 +121,19 @@ func appendAnswer(v any) (b []byte, ok bool) {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = parser.AppendPostJSON(b, &v.Posts[i])
+				b = restjson.AppendPost(b, &v.Posts[i])
 			}
 			b = append(b, ']')
 		}
 		b = append(b, `,"meta":`...)
-		b = parser.AppendMetaJSON(b, v.Meta)
+		b = restjson.AppendMeta(b, v.Meta)
 		return append(b, '}'), true
 	case *PreviewResponse:
 		b = append(make([]byte, 0, 1024), `{"channel":`...)
 		if v.Channel == nil {
 			b = append(b, "null"...)
 		} else {
-			b = parser.AppendPreviewJSON(b, v.Channel)
+			b = restjson.AppendPreview(b, v.Channel)
 		}
 		return append(b, '}'), true
 	}
