@@ -16,6 +16,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Kind is a class of failure. The zero Kind is Internal: an error nobody
@@ -30,7 +31,7 @@ const (
 	Internal Kind = iota
 	// InvalidUsername: not a name Telegram allows for a public channel.
 	InvalidUsername
-	// InvalidPosition: a post id or offset outside 1..pages.MaxPosition.
+	// InvalidPosition: a post id or offset outside 1..tme.MaxPosition.
 	InvalidPosition
 	// BadRequest: any other input the use cases cannot answer as asked.
 	BadRequest
@@ -147,9 +148,9 @@ func Classify(err error) Fault {
 	}
 	ra, _ := origin.RetryAfter(err) // an open circuit, a 429 or a failure remembered moments ago
 	switch {
-	case errors.Is(err, pages.ErrInvalidUsername):
+	case errors.Is(err, tme.ErrInvalidUsername):
 		return Fault{Kind: InvalidUsername, Message: err.Error()}
-	case errors.Is(err, pages.ErrInvalidPosition):
+	case errors.Is(err, tme.ErrInvalidPosition):
 		return Fault{Kind: InvalidPosition, Message: err.Error()}
 	case errors.Is(err, ErrBadRequest), errors.Is(err, pages.ErrBadRequest), errors.Is(err, feed.ErrBadRequest),
 		errors.Is(err, origin.ErrInvalidRequest):

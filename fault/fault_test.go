@@ -13,6 +13,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Every error the use cases can return has its kind, and every failure of
@@ -27,8 +28,8 @@ func TestClassify(t *testing.T) {
 		msg   string // "" = the error's own text
 		retry time.Time
 	}{
-		{"invalid username", fmt.Errorf("%w: %q must be ...", pages.ErrInvalidUsername, "a!"), fault.InvalidUsername, "", time.Time{}},
-		{"invalid position", fmt.Errorf("%w: %q must be ...", pages.ErrInvalidPosition, "0"), fault.InvalidPosition, "", time.Time{}},
+		{"invalid username", fmt.Errorf("%w: %q must be ...", tme.ErrInvalidUsername, "a!"), fault.InvalidUsername, "", time.Time{}},
+		{"invalid position", fmt.Errorf("%w: %q must be ...", tme.ErrInvalidPosition, "0"), fault.InvalidPosition, "", time.Time{}},
 		{"pages bad request", fmt.Errorf("pages: x: %w", pages.ErrBadRequest), fault.BadRequest, "", time.Time{}},
 		{"feed bad request", fmt.Errorf("%w: no channels given", feed.ErrBadRequest), fault.BadRequest, "", time.Time{}},
 		{"face bad request", fmt.Errorf("%w: first must be from 0 to 100", fault.ErrBadRequest), fault.BadRequest, "", time.Time{}},

@@ -29,9 +29,9 @@ import (
 	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/internal/flight"
 	"github.com/tmefeed/tmefeed/internal/memsize"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // ErrBadRequest: a feed request that cannot be answered as asked (no
@@ -45,7 +45,7 @@ var ErrBusy = errors.New("feed: too many feeds waiting to be built")
 
 // PageSource returns parsed channel pages; *pages.Service is one.
 type PageSource interface {
-	Page(ctx context.Context, r origin.Request) (pages.Result, error)
+	Page(ctx context.Context, r tme.Request) (pages.Result, error)
 	// History returns a channel's newest page and the older pages back to
 	// since, at most HistoryMaxPages in all, charged to client's share
 	// of the origin budget (see pages.Service.History).
@@ -172,7 +172,7 @@ type Request struct {
 	Order    Order // "" means Ranked
 	Filter   Filter
 	// Client is whose share of the origin budget the build's fetches are
-	// charged to (origin.Request.Client). Identical queries share one
+	// charged to (tme.Request.Client). Identical queries share one
 	// build, charged to the client that started it; not part of the query.
 	Client string
 	// Who, when Client is "", names the client once a build is needed,
@@ -192,7 +192,7 @@ type Item struct {
 // Failure is a channel that could not be read.
 type Failure struct {
 	Username string // as requested
-	Err      error  // errors.Is-able: pages.ErrInvalidUsername, origin.ErrNotFound, ...
+	Err      error  // errors.Is-able: tme.ErrInvalidUsername, origin.ErrNotFound, ...
 }
 
 // Page is one page of a feed.
@@ -537,7 +537,7 @@ func (s *Service) normalize(req Request) (query, error) {
 	q.client, q.who = req.Client, req.Who
 	seen := make(map[string]bool, len(req.Channels))
 	for _, raw := range req.Channels {
-		name, err := pages.NormalizeUsername(raw)
+		name, err := tme.NormalizeUsername(raw)
 		if err != nil {
 			if !seen["!"+raw] {
 				seen["!"+raw] = true
@@ -653,7 +653,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 	for i, name := range q.channels {
 		g.Go(func() error {
 			if q.filter.Since.IsZero() {
-				res, err := s.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Client: q.client})
+				res, err := s.cfg.Pages.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: name, Client: q.client})
 				out[i] = fetched{res: res, err: err}
 				return nil
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // fakePages serves channel pages from memory and counts the calls.
@@ -51,7 +52,7 @@ func (f *fakePages) set(name string, subs int64, posts ...parser.Post) {
 
 // History serves the one page a fake channel has.
 func (f *fakePages) History(ctx context.Context, channel string, _ time.Time, _ string) ([]pages.Result, error) {
-	res, err := f.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel})
+	res, err := f.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: channel})
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func (f *fakePages) History(ctx context.Context, channel string, _ time.Time, _ 
 
 func (f *fakePages) HistoryMaxPages() int { return 1 }
 
-func (f *fakePages) Page(ctx context.Context, r origin.Request) (pages.Result, error) {
+func (f *fakePages) Page(ctx context.Context, r tme.Request) (pages.Result, error) {
 	f.calls.Add(1)
 	if f.gate != nil {
 		<-f.gate
@@ -308,7 +309,7 @@ func TestFailuresAndBadInput(t *testing.T) {
 	for _, f := range p.Failed {
 		reasons[f.Username] = f.Err
 	}
-	for name, want := range map[string]error{"missing": origin.ErrNotFound, "broken": origin.ErrUpstream, "no!": pages.ErrInvalidUsername} {
+	for name, want := range map[string]error{"missing": origin.ErrNotFound, "broken": origin.ErrUpstream, "no!": tme.ErrInvalidUsername} {
 		if !errors.Is(reasons[name], want) {
 			t.Errorf("failure of %q = %v, want %v", name, reasons[name], want)
 		}

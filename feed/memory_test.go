@@ -13,15 +13,15 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/internal/memsize"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // variedOrigin serves one recorded page under any channel name, with the
 // name appended as a comment so every channel's bytes (and parse) differ.
 type variedOrigin struct{ page []byte }
 
-func (o variedOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) {
+func (o variedOrigin) Fetch(_ context.Context, r tme.Request) ([]byte, error) {
 	return fmt.Appendf(append([]byte(nil), o.page...), "<!-- %s -->", r.Channel), nil
 }
 

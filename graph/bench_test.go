@@ -20,6 +20,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // The large-list benchmarks: a 100-channel feed of 2,000 posts (each
@@ -204,7 +205,7 @@ func benchCold(b *testing.B, fb *feedBench, path string, body []byte) {
 // failingOrigin proves the cold runs are served from the page cache.
 type failingOrigin struct{}
 
-func (failingOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) {
+func (failingOrigin) Fetch(_ context.Context, r tme.Request) ([]byte, error) {
 	return nil, fmt.Errorf("%s: %w", r.Path(), origin.ErrUpstream)
 }
 

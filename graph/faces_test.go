@@ -22,12 +22,13 @@ import (
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // causeOrigin fails each channel with the error set for it.
 type causeOrigin map[string]error
 
-func (o causeOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) {
+func (o causeOrigin) Fetch(_ context.Context, r tme.Request) ([]byte, error) {
 	if err, ok := o[r.Channel]; ok {
 		return nil, err
 	}

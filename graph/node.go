@@ -12,9 +12,8 @@ import (
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/graph/ids"
 	"github.com/tmefeed/tmefeed/graph/model"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // MaxNodes bounds the ids of one nodes query, as previews bounds names.
@@ -22,19 +21,19 @@ const MaxNodes = 100
 
 // findChannel reads the header and newest page of channel name.
 func (r *Resolver) findChannel(ctx context.Context, name string) (*model.Channel, error) {
-	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Client: clientOf(ctx)})
+	res, err := r.pages.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: name, Client: clientOf(ctx)})
 	if err != nil {
 		return nil, err
 	}
 	if res.Page.Channel == nil {
-		return nil, fmt.Errorf("%s: %w", name, origin.ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", name, pages.ErrNotFound)
 	}
 	return model.ChannelOf(res.Page.Channel, res.Page), nil
 }
 
 // findPost reads message id of channel name from the page around it.
 func (r *Resolver) findPost(ctx context.Context, name string, id int) (*model.Post, error) {
-	res, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: name, Position: id, Client: clientOf(ctx)})
+	res, err := r.pages.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: name, Position: id, Client: clientOf(ctx)})
 	if err != nil {
 		return nil, err
 	}

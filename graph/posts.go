@@ -7,6 +7,7 @@ import (
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // postsPerPage sizes the page fetches a posts query may need (and so its
@@ -39,7 +40,7 @@ func (r *Resolver) channelPosts(ctx context.Context, ch *model.Channel, a postsA
 		if c.arg == nil {
 			continue
 		}
-		id, err := pages.ParsePosition(*c.arg)
+		id, err := tme.ParsePosition(*c.arg)
 		if err != nil {
 			return nil, err
 		}

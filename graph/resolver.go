@@ -9,14 +9,14 @@ import (
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/internal/flight"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // PageService reads t.me pages through the cache; *pages.Service is one.
 type PageService interface {
-	Page(ctx context.Context, r origin.Request) (pages.Result, error)
+	Page(ctx context.Context, r tme.Request) (pages.Result, error)
 	Preview(ctx context.Context, username, client string) (*parser.Preview, error)
 	Posts(ctx context.Context, channel string, w pages.Window) (pages.Posts, error)
 	// HistoryMaxPages is the most pages a walk reads per channel; it

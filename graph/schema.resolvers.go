@@ -12,6 +12,7 @@ import (
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Posts is the resolver for the posts field.
@@ -45,7 +46,7 @@ func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]model.Node, 
 
 // Channel is the resolver for the channel field.
 func (r *queryResolver) Channel(ctx context.Context, username string) (*model.Channel, error) {
-	name, err := pages.NormalizeUsername(username)
+	name, err := tme.NormalizeUsername(username)
 	if err != nil {
 		return nil, err
 	}
@@ -54,12 +55,12 @@ func (r *queryResolver) Channel(ctx context.Context, username string) (*model.Ch
 
 // Post is the resolver for the post field.
 func (r *queryResolver) Post(ctx context.Context, channel string, messageID int) (*model.Post, error) {
-	name, err := pages.NormalizeUsername(channel)
+	name, err := tme.NormalizeUsername(channel)
 	if err != nil {
 		return nil, err
 	}
-	if messageID < 1 || messageID > pages.MaxPosition {
-		return nil, inputError("messageId must be from 1 to %d", pages.MaxPosition)
+	if messageID < 1 || messageID > tme.MaxPosition {
+		return nil, inputError("messageId must be from 1 to %d", tme.MaxPosition)
 	}
 	return r.findPost(ctx, name, messageID)
 }

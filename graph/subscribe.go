@@ -12,9 +12,8 @@ import (
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/graph/model"
 	"github.com/tmefeed/tmefeed/live"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // LiveHub delivers the changes of watched channels; *live.Hub is one.
@@ -235,7 +234,7 @@ func (r *Resolver) lookUp(ctx context.Context, ch, client string) (struct{}, err
 		// Detached from the caller (others wait on it): bounded here.
 		ctx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
-		_, err := r.pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch, Client: client})
+		_, err := r.pages.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: ch, Client: client})
 		if err == nil {
 			r.checked.Add(ch, r.now().Add(checkedFor))
 		}

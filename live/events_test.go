@@ -9,8 +9,8 @@ import (
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/live"
-	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // A subscriber sees a published post, an edit and a removal at the origin
@@ -119,7 +119,7 @@ func TestSubscribeRejectsBadRequests(t *testing.T) {
 		req  live.Request
 		want []error
 	}{
-		{"invalid name", live.Request{Channels: []string{"no"}}, []error{pages.ErrInvalidUsername}},
+		{"invalid name", live.Request{Channels: []string{"no"}}, []error{tme.ErrInvalidUsername}},
 		{"no channels", live.Request{}, []error{feed.ErrBadRequest}},
 		{"too many", live.Request{Channels: []string{"aaaa", "bbbb", "@CCCC"}}, []error{live.ErrTooManyChannels, feed.ErrBadRequest}},
 		{"bad filter", live.Request{Channels: []string{"aaaa"}, Filter: feed.Filter{MediaKinds: []parser.MediaKind{"hologram"}}}, []error{feed.ErrBadRequest}},

@@ -15,6 +15,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // testRefresh is a short refresh point, so that tests span several
@@ -121,7 +122,7 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 // read reads channel's newest page as a user would.
 func (p *process) read(t testing.TB, channel string) pages.Result {
 	t.Helper()
-	res, err := p.pages.Page(context.Background(), origin.Request{Kind: parser.KindBody, Channel: channel})
+	res, err := p.pages.Page(context.Background(), tme.Request{Kind: tme.KindBody, Channel: channel})
 	if err != nil {
 		t.Fatalf("reading %s: %v", channel, err)
 	}
@@ -131,7 +132,7 @@ func (p *process) read(t testing.TB, channel string) pages.Result {
 // readAs reads channel's newest page as client would.
 func (p *process) readAs(t testing.TB, channel, client string) pages.Result {
 	t.Helper()
-	res, err := p.pages.Page(context.Background(), origin.Request{Kind: parser.KindBody, Channel: channel, Client: client})
+	res, err := p.pages.Page(context.Background(), tme.Request{Kind: tme.KindBody, Channel: channel, Client: client})
 	if err != nil {
 		t.Fatalf("reading %s as %s: %v", channel, client, err)
 	}

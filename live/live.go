@@ -23,9 +23,9 @@ import (
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/internal/defaults"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Kind is what happened to a post.
@@ -51,7 +51,7 @@ type Event struct {
 // Request asks for the events of some channels.
 type Request struct {
 	// Channels are usernames as the user wrote them ("@Durov", "durov"):
-	// Subscribe normalizes them with pages.NormalizeUsername; duplicates
+	// Subscribe normalizes them with tme.NormalizeUsername; duplicates
 	// are ignored.
 	Channels []string
 	// Filter keeps the posts feed's filter keeps.
@@ -61,7 +61,7 @@ type Request struct {
 	// them, none twice. An id in the format the events carry; a malformed
 	// one is ErrBadEventID.
 	After string
-	// Client is who subscribes (origin.Request.Client): the updater
+	// Client is who subscribes (tme.Request.Client): the updater
 	// ranks a channel by the distinct clients that read or watch it, so
 	// many subscriptions of one client count once. "" is nobody's.
 	Client string
@@ -257,7 +257,7 @@ func (h *Hub) settle(c pages.Change) {
 	defer cancel()
 	prev := xxh3.Hash(c.Prev)
 	for {
-		res, err := h.cfg.Pages.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: c.Channel})
+		res, err := h.cfg.Pages.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: c.Channel})
 		if err != nil || res.Hash != prev {
 			return
 		}
@@ -420,7 +420,7 @@ func (h *Hub) deliver(channel string, events []Event) {
 func (h *Hub) Subscribe(ctx context.Context, req Request) (*Subscription, error) {
 	var channels []string
 	for _, raw := range req.Channels {
-		name, err := pages.NormalizeUsername(raw)
+		name, err := tme.NormalizeUsername(raw)
 		if err != nil {
 			return nil, err
 		}

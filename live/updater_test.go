@@ -18,7 +18,7 @@ import (
 	"github.com/tmefeed/tmefeed/live"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // answers counts what users were answered: reads of the newest pages,
@@ -70,7 +70,7 @@ func (r *reader) tick(t *testing.T, a *answers) {
 		}
 		r.seen[ch] = res.RefreshAt
 		start = time.Now()
-		e, err := r.p.pages.RenderedEntry(ctx, "test:body", origin.Request{Kind: parser.KindBody, Channel: ch}, render)
+		e, err := r.p.pages.RenderedEntry(ctx, "test:body", tme.Request{Kind: tme.KindBody, Channel: ch}, render)
 		if err != nil {
 			t.Fatalf("rendered %s: %v", ch, err)
 		}
@@ -282,7 +282,7 @@ func readEvery(t *testing.T, p *process, channels []string, interval, d time.Dur
 	n := 0
 	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(interval) {
 		for _, ch := range channels {
-			_, _ = p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: ch})
+			_, _ = p.pages.Page(t.Context(), tme.Request{Kind: tme.KindBody, Channel: ch})
 			n++
 		}
 	}
@@ -332,7 +332,7 @@ func TestUpdaterDropsChannelsThatDoNotExist(t *testing.T) {
 	const name = "nobody_here"
 	reads := 0
 	for range 6 {
-		if _, err := p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: name}); !errors.Is(err, origin.ErrNotFound) {
+		if _, err := p.pages.Page(t.Context(), tme.Request{Kind: tme.KindBody, Channel: name}); !errors.Is(err, origin.ErrNotFound) {
 			t.Fatalf("reading %s: %v, want origin.ErrNotFound", name, err)
 		}
 		reads++
@@ -562,7 +562,7 @@ func TestUpdaterUnderScarceBudgetKeepsMostReadFresh(t *testing.T) {
 	for end := time.Now().Add(2*testRefresh + testRefresh/2); time.Now().Before(end); time.Sleep(testRefresh / 6) {
 		for i, ch := range chs {
 			for c := range len(chs) - i {
-				p.pages.Page(t.Context(), origin.Request{Kind: parser.KindBody, Channel: ch, Client: "client" + strconv.Itoa(c)}) //nolint:errcheck // refusals are the point
+				p.pages.Page(t.Context(), tme.Request{Kind: tme.KindBody, Channel: ch, Client: "client" + strconv.Itoa(c)}) //nolint:errcheck // refusals are the point
 			}
 		}
 	}

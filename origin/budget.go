@@ -10,45 +10,12 @@ import (
 
 	"github.com/tmefeed/tmefeed/internal/gcra"
 	"github.com/tmefeed/tmefeed/internal/keys"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
-// Class is a request's priority for the origin budget. When the budget is
-// short the lower classes get less of it: each class leaves a reserve of
-// the bucket to the classes above it (see Budget), so a flood of history
-// walks cannot take the tokens a reader waiting for a page needs.
-type Class uint8
-
-// The classes, highest first. The zero Class is a reader's.
-const (
-	// ClassReader: a reader waits for a page no tier holds.
-	ClassReader Class = iota
-	// ClassRefresh: a stale page readers are reading is refreshed; they
-	// are served the stale copy meanwhile, and longer when it is refused.
-	ClassRefresh
-	// ClassUpdater: the background updater keeps popular and subscribed
-	// channels fresh; refused, it stretches its cadence.
-	ClassUpdater
-	// ClassHistory: history walks, search and media re-resolves.
-	ClassHistory
-	numClasses = iota
-)
-
-// Classes lists every Class, highest first.
-func Classes() []Class { return []Class{ClassReader, ClassRefresh, ClassUpdater, ClassHistory} }
-
-func (c Class) String() string {
-	switch c {
-	case ClassReader:
-		return "reader"
-	case ClassRefresh:
-		return "refresh"
-	case ClassUpdater:
-		return "updater"
-	case ClassHistory:
-		return "history"
-	}
-	return "unknown"
-}
+// numClasses counts tme's request classes, which index the budget's
+// per-class reserves, waits and counters.
+const numClasses = tme.ClassHistory + 1
 
 // Defaults of a Budget's zero fields.
 const (
@@ -93,11 +60,11 @@ type Budget struct {
 	// the outcome ("admitted", "waited", "refused" (the egress's budget) or
 	// "client_refused") and the wait (before going ahead, or the refusal's
 	// Retry-After). It runs on the fetching goroutine: keep it fast.
-	Observe func(egress string, class Class, outcome string, wait time.Duration)
+	Observe func(egress string, class tme.Class, outcome string, wait time.Duration)
 }
 
 // reserves are the parts of the burst each class leaves to those above it.
-var reserves = [numClasses]float64{ClassReader: 0, ClassRefresh: 0.1, ClassUpdater: 0.25, ClassHistory: 0.5}
+var reserves = [numClasses]float64{tme.ClassReader: 0, tme.ClassRefresh: 0.1, tme.ClassUpdater: 0.25, tme.ClassHistory: 0.5}
 
 // BudgetError reports a request not sent because a budget is spent:
 // errors.Is(err, ErrBudget) holds, and errors.Is(err, ErrClientBudget)
@@ -105,7 +72,7 @@ var reserves = [numClasses]float64{ClassReader: 0, ClassRefresh: 0.1, ClassUpdat
 type BudgetError struct {
 	RetryAfter time.Time // when the refusing budget admits the request at once
 	Egress     string
-	Class      Class
+	Class      tme.Class
 	Client     bool // the client's own share (CLIENT_ORIGIN_RPM), not the egress's
 }
 
@@ -170,15 +137,15 @@ func newBudget(b Budget, now func() time.Time) (*budget, error) {
 	for c := range numClasses {
 		bb.reserve[c] = min(int(reserves[c]*float64(b.Burst)), b.Burst-1)
 	}
-	bb.wait[ClassReader] = b.Wait
-	bb.wait[ClassHistory] = b.Wait / 2
+	bb.wait[tme.ClassReader] = b.Wait
+	bb.wait[tme.ClassHistory] = b.Wait / 2
 	return bb, nil
 }
 
 // spend takes one token for r from r's client's bucket, when r is a
 // client's, and from egress's, waiting its turn when the budget allows a
 // wait; it returns a *BudgetError when the request may not go.
-func (b *budget) spend(ctx context.Context, r Request, egress string) error {
+func (b *budget) spend(ctx context.Context, r tme.Request, egress string) error {
 	class := min(r.Class, numClasses-1)
 	st := b.state(egress)
 	// The client's share first, and spent whether or not the egress can
@@ -227,8 +194,8 @@ func (b *budget) spend(ctx context.Context, r Request, egress string) error {
 
 // clientLimit is the share of the origin budget client's requests of
 // class draw on, if any: its own (ClientLimit), else ClientRPM's.
-func (b *budget) clientLimit(client string, class Class) (gcra.Limit, bool) {
-	if client == "" || (class != ClassReader && class != ClassHistory) {
+func (b *budget) clientLimit(client string, class tme.Class) (gcra.Limit, bool) {
+	if client == "" || (class != tme.ClassReader && class != tme.ClassHistory) {
 		return gcra.Limit{}, false
 	}
 	if b.ClientLimit != nil {
@@ -250,7 +217,7 @@ func (b *budget) take(ctx context.Context, a gcra.Ask) (gcra.Decision, error) {
 	return d, nil
 }
 
-func (b *budget) observe(egress string, class Class, outcome string, wait time.Duration) {
+func (b *budget) observe(egress string, class tme.Class, outcome string, wait time.Duration) {
 	if b.Observe != nil {
 		b.Observe(egress, class, outcome, wait)
 	}
@@ -293,7 +260,7 @@ func (c *Client) Budget() []BudgetState {
 		if n := st.decided.Load(); n != 0 {
 			s.Tokens, s.Decided = int(st.tokens.Load()), time.Unix(0, n)
 		}
-		for _, cl := range Classes() {
+		for _, cl := range tme.Classes() {
 			s.Refused[cl.String()] = st.refused[cl].Load()
 		}
 		if b.ClientRPM > 0 {

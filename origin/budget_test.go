@@ -10,7 +10,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/internal/gcra"
-	"github.com/tmefeed/tmefeed/internal/tme"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // budgetClient is a Client over the fixture origin with budget b, on the
@@ -33,7 +33,7 @@ type decisions struct {
 	got []string
 }
 
-func (d *decisions) add(egress string, class Class, outcome string, _ time.Duration) {
+func (d *decisions) add(egress string, class tme.Class, outcome string, _ time.Duration) {
 	d.mu.Lock()
 	d.got = append(d.got, egress+"/"+class.String()+"/"+outcome)
 	d.mu.Unlock()
@@ -51,8 +51,8 @@ func (d *decisions) count(what string) int {
 	return n
 }
 
-func page(ch string, class Class, client string) Request {
-	return Request{Kind: tme.KindBody, Channel: ch, Class: class, Client: client}
+func page(ch string, class tme.Class, client string) tme.Request {
+	return tme.Request{Kind: tme.KindBody, Channel: ch, Class: class, Client: client}
 }
 
 // Past its burst the budget sends nothing more to Telegram: the request
@@ -62,16 +62,16 @@ func TestBudgetBoundsRequestsSent(t *testing.T) {
 	c, o, clk, d := budgetClient(t, Budget{RPM: 1, Burst: 3})
 	ctx := context.Background()
 	for i := range 3 {
-		if _, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, "")); err != nil {
+		if _, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, "")); err != nil {
 			t.Fatalf("request %d of the burst: %v", i+1, err)
 		}
 	}
-	_, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, ""))
+	_, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, ""))
 	var be *BudgetError
 	if !errors.As(err, &be) || !errors.Is(err, ErrBudget) || errors.Is(err, ErrClientBudget) {
 		t.Fatalf("past the burst: %v, want a BudgetError of the egress", err)
 	}
-	if be.Egress != Direct || be.Class != ClassReader || !be.RetryAfter.Equal(clk.Now().Add(time.Minute)) {
+	if be.Egress != Direct || be.Class != tme.ClassReader || !be.RetryAfter.Equal(clk.Now().Add(time.Minute)) {
 		t.Errorf("refusal %+v, want egress direct, class reader, retry in 1m (one token a minute)", be)
 	}
 	if n := o.Requests("/s/tmefeed_news"); n != 3 {
@@ -91,7 +91,7 @@ func TestBudgetBoundsRequestsSent(t *testing.T) {
 		t.Errorf("Budget() = %+v", st)
 	}
 	clk.Advance(time.Minute)
-	if _, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, "")); err != nil {
+	if _, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, "")); err != nil {
 		t.Errorf("a minute later: %v", err)
 	}
 }
@@ -102,7 +102,7 @@ func TestBudgetBoundsRequestsSent(t *testing.T) {
 func TestBudgetReservesForHigherClasses(t *testing.T) {
 	c, _, _, _ := budgetClient(t, Budget{RPM: 1, Burst: 20})
 	ctx := context.Background()
-	took := func(class Class) int {
+	took := func(class tme.Class) int {
 		n := 0
 		for {
 			if _, err := c.Fetch(ctx, page("tmefeed_news", class, "")); err != nil {
@@ -115,9 +115,9 @@ func TestBudgetReservesForHigherClasses(t *testing.T) {
 		}
 	}
 	for _, want := range []struct {
-		class Class
+		class tme.Class
 		n     int
-	}{{ClassHistory, 10}, {ClassUpdater, 5}, {ClassRefresh, 3}, {ClassReader, 2}} {
+	}{{tme.ClassHistory, 10}, {tme.ClassUpdater, 5}, {tme.ClassRefresh, 3}, {tme.ClassReader, 2}} {
 		if got := took(want.class); got != want.n {
 			t.Errorf("%s took %d tokens, want %d", want.class, got, want.n)
 		}
@@ -133,11 +133,11 @@ func TestBudgetClientShare(t *testing.T) {
 	c, o, clk, d := budgetClient(t, Budget{RPM: 600, Burst: 100, ClientRPM: 6, ClientBurst: 4})
 	ctx := context.Background()
 	for range 4 {
-		if _, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, "192.0.2.1")); err != nil {
+		if _, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, "192.0.2.1")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, "192.0.2.1"))
+	_, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, "192.0.2.1"))
 	var be *BudgetError
 	if !errors.As(err, &be) || !be.Client || !errors.Is(err, ErrClientBudget) {
 		t.Fatalf("past the client's burst: %v", err)
@@ -145,7 +145,7 @@ func TestBudgetClientShare(t *testing.T) {
 	if !be.RetryAfter.Equal(clk.Now().Add(10 * time.Second)) {
 		t.Errorf("client refused until %v, want 10s on (a minute/6)", be.RetryAfter.Sub(clk.Now()))
 	}
-	for _, r := range []Request{page("tmefeed_news", ClassReader, "192.0.2.2"), page("tmefeed_news", ClassUpdater, "192.0.2.1"), page("tmefeed_news", ClassRefresh, "192.0.2.1"), page("tmefeed_news", ClassReader, "")} {
+	for _, r := range []tme.Request{page("tmefeed_news", tme.ClassReader, "192.0.2.2"), page("tmefeed_news", tme.ClassUpdater, "192.0.2.1"), page("tmefeed_news", tme.ClassRefresh, "192.0.2.1"), page("tmefeed_news", tme.ClassReader, "")} {
 		if _, err := c.Fetch(ctx, r); err != nil {
 			t.Errorf("%+v: %v", r, err)
 		}
@@ -170,7 +170,7 @@ func TestBudgetClientLimit(t *testing.T) {
 		fetched := func(client string, n int) int {
 			ok := 0
 			for range n {
-				if _, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, client)); err == nil {
+				if _, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, client)); err == nil {
 					ok++
 				} else if !errors.Is(err, ErrClientBudget) {
 					t.Fatal(err)
@@ -213,7 +213,7 @@ func TestBudgetReaderQueuesBriefly(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 6)
 	for i := range errs {
-		wg.Go(func() { _, errs[i] = c.Fetch(ctx, page("tmefeed_news", ClassReader, "")) })
+		wg.Go(func() { _, errs[i] = c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, "")) })
 	}
 	wg.Wait()
 	var ok, refused int
@@ -236,7 +236,7 @@ func TestBudgetReaderQueuesBriefly(t *testing.T) {
 		t.Errorf("origin saw %d, want %d", n, ok)
 	}
 	// The updater never queues: a copy is served while it waits.
-	_, err := c.Fetch(ctx, page("tmefeed_news", ClassUpdater, ""))
+	_, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassUpdater, ""))
 	if !errors.Is(err, ErrBudget) {
 		t.Errorf("updater with the bucket empty: %v, want refused at once", err)
 	}
@@ -249,7 +249,7 @@ func TestBudgetRefusalsCostTheClient(t *testing.T) {
 	ctx := context.Background()
 	var egress, client int
 	for range 8 {
-		_, err := c.Fetch(ctx, page("tmefeed_news", ClassReader, "192.0.2.1"))
+		_, err := c.Fetch(ctx, page("tmefeed_news", tme.ClassReader, "192.0.2.1"))
 		switch {
 		case errors.Is(err, ErrClientBudget):
 			client++

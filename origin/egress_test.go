@@ -14,7 +14,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/internal/proxytest"
-	"github.com/tmefeed/tmefeed/internal/tme"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // bySource is the fixture origin behind TLS, as t.me is, counting requests
@@ -61,7 +61,7 @@ func (b *bySource) limit(ip string) {
 }
 
 // egressClient is a Client for the origin through the egresses listed.
-func egressClient(t *testing.T, b *bySource, proxies string, admit func(context.Context, string, Request) error) *Client {
+func egressClient(t *testing.T, b *bySource, proxies string, admit func(context.Context, string, tme.Request) error) *Client {
 	t.Helper()
 	egs, err := ParseEgresses(proxies)
 	if err != nil {
@@ -75,8 +75,8 @@ func egressClient(t *testing.T, b *bySource, proxies string, admit func(context.
 	})
 }
 
-func numberedPage(i int) Request {
-	return Request{Kind: tme.KindBody, Channel: fmt.Sprintf("loadchan%03d", i%40+1), Position: i + 1}
+func numberedPage(i int) tme.Request {
+	return tme.Request{Kind: tme.KindBody, Channel: fmt.Sprintf("loadchan%03d", i%40+1), Position: i + 1}
 }
 
 // Two proxies in ORIGIN_PROXIES, an HTTP CONNECT proxy and a SOCKS5 one,
@@ -214,7 +214,7 @@ func TestAdmitIsAskedPerEgress(t *testing.T) {
 		asked  = map[string]int{}
 		refuse = map[string]bool{hp.Addr(): true}
 	)
-	admit := func(_ context.Context, egress string, r Request) error {
+	admit := func(_ context.Context, egress string, r tme.Request) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if r.Channel == "" {

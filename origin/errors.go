@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tmefeed/tmefeed/internal/tme"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Errors returned by Fetch; test them with errors.Is.
@@ -26,8 +26,9 @@ var (
 	// also match ErrUpstream, so callers mapping ErrUpstream to 502 need no
 	// extra case.
 	ErrTooLarge = errors.New("origin: response too large")
-	// ErrInvalidRequest: the Request cannot be turned into a t.me URL.
-	ErrInvalidRequest = errors.New("origin: invalid request")
+	// ErrInvalidRequest: the request cannot be turned into a t.me URL
+	// (tme.ErrInvalidRequest itself, which Request.Validate returns).
+	ErrInvalidRequest = tme.ErrInvalidRequest
 	// ErrUnavailable: the origin was not asked, because it has been failing:
 	// its circuit breaker is open (*UnavailableError), or the same page
 	// failed moments ago (*RecentFailureError of this kind).

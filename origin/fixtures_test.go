@@ -10,7 +10,7 @@ import (
 	"testing/fstest"
 
 	"github.com/tmefeed/tmefeed/fixtures"
-	"github.com/tmefeed/tmefeed/internal/tme"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // The client against the fixture origin: both sides must agree on t.me's
@@ -32,18 +32,18 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 	ctx := context.Background()
 
 	for _, tt := range []struct {
-		r    Request
+		r    tme.Request
 		want string
 	}{
-		{Request{Kind: tme.KindBody, Channel: "tmefeed_news"}, "tmefeed_news/100"},
-		{Request{Kind: tme.KindBody, Channel: "tmefeed_news", Position: 90}, "tmefeed_news/90"},
-		{Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 99}, `tmefeed_news\/98`},
-		{Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 90, After: true}, `tmefeed_news\/91`},
-		{Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 5}, `""`}, // no posts there: an empty chunk
-		{Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}, "tgme_page_title"},
-		{Request{Kind: tme.KindPreview, Channel: "nobody_here"}, "Contact @nobody_here"},
-		{Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 100}, `data-post="tmefeed_news/100"`},
-		{Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 7}, "Post not found"},
+		{tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news"}, "tmefeed_news/100"},
+		{tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news", Position: 90}, "tmefeed_news/90"},
+		{tme.Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 99}, `tmefeed_news\/98`},
+		{tme.Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 90, After: true}, `tmefeed_news\/91`},
+		{tme.Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 5}, `""`}, // no posts there: an empty chunk
+		{tme.Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}, "tgme_page_title"},
+		{tme.Request{Kind: tme.KindPreview, Channel: "nobody_here"}, "Contact @nobody_here"},
+		{tme.Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 100}, `data-post="tmefeed_news/100"`},
+		{tme.Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 7}, "Post not found"},
 	} {
 		b, err := c.Fetch(ctx, tt.r)
 		if err != nil || !strings.Contains(string(b), tt.want) {
@@ -54,7 +54,7 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 		}
 	}
 
-	for _, r := range []Request{
+	for _, r := range []tme.Request{
 		{Kind: tme.KindBody, Channel: "some_group"}, // 302 to /some_group
 		{Kind: tme.KindBody, Channel: "nobody_here"},
 	} {
@@ -70,10 +70,10 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 	o.Reset()
 	o.SetFault("/s/tmefeed_news", fixtures.Fault{Truncate: true, Times: 1})
 	o.SetFault("/s/tmefeed_news/90", fixtures.Fault{Status: http.StatusServiceUnavailable, Times: 2})
-	if _, err := c.Fetch(ctx, Request{Kind: tme.KindBody, Channel: "tmefeed_news"}); err != nil {
+	if _, err := c.Fetch(ctx, tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news"}); err != nil {
 		t.Errorf("after one truncated body: %v", err)
 	}
-	if _, err := c.Fetch(ctx, Request{Kind: tme.KindBody, Channel: "tmefeed_news", Position: 90}); err != nil {
+	if _, err := c.Fetch(ctx, tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news", Position: 90}); err != nil {
 		t.Errorf("after two 503s: %v", err)
 	}
 	if a, b := o.Requests("/s/tmefeed_news"), o.Requests("/s/tmefeed_news/90"); a != 2 || b != 3 {
@@ -84,7 +84,7 @@ func TestClientAgainstFixtureOrigin(t *testing.T) {
 	o.Reset()
 	o.SetFault("", fixtures.Fault{Status: http.StatusTooManyRequests, RetryAfter: "600"})
 	for range 3 {
-		if _, err := c.Fetch(ctx, Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}); !errors.Is(err, ErrRateLimited) {
+		if _, err := c.Fetch(ctx, tme.Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}); !errors.Is(err, ErrRateLimited) {
 			t.Fatalf("err = %v, want ErrRateLimited", err)
 		}
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/tmefeed/tmefeed/internal/defaults"
-	"github.com/tmefeed/tmefeed/internal/tme"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Defaults for the zero fields of Config.
@@ -79,7 +79,7 @@ type Config struct {
 	// egress: the next one is asked, and when none admits it Fetch
 	// returns the first error, wrapped as is. It runs on the fetching
 	// goroutine and may wait, within ctx.
-	Admit func(ctx context.Context, egress string, r Request) error
+	Admit func(ctx context.Context, egress string, r tme.Request) error
 
 	// Transport replaces the Client's own pool (tests, instrumentation)
 	// for the Direct egress. With it nil, New builds one http.Transport
@@ -124,7 +124,7 @@ type Config struct {
 
 	// Budget, when set, bounds the requests sent (ORIGIN_RPM) and each
 	// client's share of them (CLIENT_ORIGIN_RPM): every attempt takes a
-	// token for its egress first, by the Request's Class and Client.
+	// token for its egress first, by the tme.Request's Class and Client.
 	Budget *Budget
 
 	Now func() time.Time // clock for Retry-After and cool-downs; nil = time.Now
@@ -355,7 +355,7 @@ const (
 )
 
 // Fetch returns the bytes of the page r names.
-func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
+func (c *Client) Fetch(ctx context.Context, r tme.Request) ([]byte, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -438,7 +438,7 @@ func (c *Client) Fetch(ctx context.Context, r Request) ([]byte, error) {
 // those Config.Admit refuses. When none can take the request it returns
 // the error saying why: Admit's first refusal, else the open breaker that
 // lets probes through soonest, else the rate limit that ends soonest.
-func (c *Client) pick(ctx context.Context, r Request, first int, lastChance bool) (*host, func(error), error) {
+func (c *Client) pick(ctx context.Context, r tme.Request, first int, lastChance bool) (*host, func(error), error) {
 	var (
 		refused error
 		open    *UnavailableError
@@ -634,7 +634,7 @@ func ctxError(ctx context.Context) error {
 
 // attempt sends one request to h. For rateLimited it returns the time the
 // host may be asked again.
-func (c *Client) attempt(ctx context.Context, h *host, r Request, path string) ([]byte, outcome, time.Time, error) {
+func (c *Client) attempt(ctx context.Context, h *host, r tme.Request, path string) ([]byte, outcome, time.Time, error) {
 	actx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	method := r.Method()

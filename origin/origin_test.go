@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmefeed/tmefeed/internal/tme"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // upstream is a test origin that counts requests per path (with query)
@@ -104,44 +104,14 @@ func status(code int) http.HandlerFunc {
 }
 
 var (
-	bodyReq    = Request{Kind: tme.KindBody, Channel: "tmefeed_news"}
-	previewReq = Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}
+	bodyReq    = tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news"}
+	previewReq = tme.Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}
 )
-
-func TestRequestPathAndKey(t *testing.T) {
-	tests := []struct {
-		r      Request
-		path   string
-		method string
-		key    string
-	}{
-		{Request{Kind: tme.KindBody, Channel: "durov"}, "/s/durov", "GET", "tme:v2:page:{durov}:body:0"},
-		{Request{Kind: tme.KindBody, Channel: "durov", Position: 42}, "/s/durov/42", "GET", "tme:v2:page:{durov}:body:42"},
-		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123}, "/s/durov?before=123", "POST", "tme:v2:page:{durov}:more:before:123"},
-		{Request{Kind: tme.KindMore, Channel: "durov", Position: 123, After: true}, "/s/durov?after=123", "POST", "tme:v2:page:{durov}:more:after:123"},
-		{Request{Kind: tme.KindPreview, Channel: "durov"}, "/durov", "GET", "tme:v2:page:{durov}:preview"},
-		{Request{Kind: tme.KindEmbed, Channel: "durov", Position: 5}, "/durov/5?embed=1", "GET", "tme:v2:page:{durov}:embed:5"},
-	}
-	for _, tt := range tests {
-		if got := tt.r.Path(); got != tt.path {
-			t.Errorf("%+v Path = %q, want %q", tt.r, got, tt.path)
-		}
-		if got := tt.r.Method(); got != tt.method {
-			t.Errorf("%+v Method = %q, want %q", tt.r, got, tt.method)
-		}
-		if got := tt.r.Key(); got != tt.key {
-			t.Errorf("%+v Key = %q, want %q", tt.r, got, tt.key)
-		}
-		if err := tt.r.Validate(); err != nil {
-			t.Errorf("%+v Validate = %v", tt.r, err)
-		}
-	}
-}
 
 func TestInvalidRequestSendsNothing(t *testing.T) {
 	u := newUpstream(t, body("x"))
 	c := newClient(t, Config{BaseURL: u.URL})
-	bad := []Request{
+	bad := []tme.Request{
 		{Kind: tme.KindBody, Channel: ""},
 		{Kind: tme.KindBody, Channel: "Durov"},
 		{Kind: tme.KindBody, Channel: "du/../rov"},
@@ -208,7 +178,7 @@ func TestFetchSendsBrowserHeaders(t *testing.T) {
 	mu.Unlock()
 
 	for _, after := range []bool{false, true} {
-		r := Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 100, After: after}
+		r := tme.Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 100, After: after}
 		if _, err := c.Fetch(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +238,7 @@ func TestFetchUsesHTTP2WhenOffered(t *testing.T) {
 func TestNotFound(t *testing.T) {
 	u := newUpstream(t, status(http.StatusNotFound))
 	c := newClient(t, Config{BaseURL: u.URL})
-	_, err := c.Fetch(context.Background(), Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 9})
+	_, err := c.Fetch(context.Background(), tme.Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: 9})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
@@ -286,7 +256,7 @@ func TestRedirectOfSPageIsNotFound(t *testing.T) {
 		_, _ = w.Write([]byte("landing"))
 	})
 	c := newClient(t, Config{BaseURL: u.URL})
-	_, err := c.Fetch(context.Background(), Request{Kind: tme.KindBody, Channel: "some_group"})
+	_, err := c.Fetch(context.Background(), tme.Request{Kind: tme.KindBody, Channel: "some_group"})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("err = %v, want ErrNotFound", err)
 	}
@@ -698,7 +668,7 @@ func TestConcurrentFetches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: i}
+			r := tme.Request{Kind: tme.KindEmbed, Channel: "tmefeed_news", Position: i}
 			b, err := c.Fetch(context.Background(), r)
 			if err == nil && string(b) != r.Path() {
 				err = errors.New("wrong body " + string(b))
@@ -732,7 +702,7 @@ func TestInFlightCap(t *testing.T) {
 	c := newClient(t, Config{BaseURL: u.URL, MaxInFlight: 2, BreakerFailures: 1})
 	var held sync.WaitGroup
 	for range 2 {
-		held.Go(func() { _, _ = c.Fetch(context.Background(), Request{Kind: tme.KindBody, Channel: "held"}) })
+		held.Go(func() { _, _ = c.Fetch(context.Background(), tme.Request{Kind: tme.KindBody, Channel: "held"}) })
 	}
 	started.Wait()
 	for range 3 {

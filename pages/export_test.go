@@ -1,9 +1,9 @@
 package pages
 
-import "github.com/tmefeed/tmefeed/parser"
+import "github.com/tmefeed/tmefeed/tme"
 
 // ParsedSize is parsedSize for tests: the estimate for parsing b as kind.
-func ParsedSize(kind parser.Kind, b []byte) int64 {
+func ParsedSize(kind tme.Kind, b []byte) int64 {
 	s := &Service{}
 	return s.parse(kind, b).mem.bytes
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // NameResult is the outcome of one name a client listed.
@@ -12,7 +14,7 @@ type NameResult[T any] struct {
 	Name    string // as given
 	Channel string // Name normalized; "" when it is not a username
 	Value   T
-	Err     error // ErrInvalidUsername when Channel is ""
+	Err     error // tme.ErrInvalidUsername when Channel is ""
 }
 
 // PanicError is a panic caught while serving one name of many. It is
@@ -79,7 +81,7 @@ func EachChannel[T any](ctx context.Context, gate *Gate, names []string, limit i
 	work := make([]int, 0, len(names))
 	for i, raw := range names {
 		out[i].Name = raw
-		ch, err := NormalizeUsername(raw)
+		ch, err := tme.NormalizeUsername(raw)
 		if err != nil {
 			out[i].Err = err
 			continue

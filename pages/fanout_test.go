@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // One call per channel however it is written, one result per name in the
@@ -39,8 +40,8 @@ func TestEachChannelDedupes(t *testing.T) {
 		}
 		switch names[i] {
 		case "x!":
-			if r.Channel != "" || !errors.Is(r.Err, pages.ErrInvalidUsername) {
-				t.Errorf("%q: %+v, want ErrInvalidUsername", names[i], r)
+			if r.Channel != "" || !errors.Is(r.Err, tme.ErrInvalidUsername) {
+				t.Errorf("%q: %+v, want tme.ErrInvalidUsername", names[i], r)
 			}
 		case "tmefeed_news":
 			if r.Channel != "tmefeed_news" || !errors.Is(r.Err, pages.ErrBadRequest) {

@@ -29,6 +29,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // faultClock is the clock shared by the cache and the page service.
@@ -174,7 +175,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-var news = origin.Request{Kind: parser.KindBody, Channel: "tmefeed_news"}
+var news = tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news"}
 
 // With a copy past its refresh point and an origin that never answers, the
 // copy is served at once; one refresh hangs in the origin, however many
@@ -314,7 +315,7 @@ func hammer(e *faultEnv, clients int, d time.Duration, channels []string) (faile
 			for time.Now().Before(stop) {
 				ch := channels[rng.IntN(len(channels))]
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				_, err := e.svc.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: ch})
+				_, err := e.svc.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: ch})
 				cancel()
 				if err != nil {
 					nf.Add(1)
@@ -391,14 +392,14 @@ func TestFaultFailingOriginIsNotHammered(t *testing.T) {
 // not "no such channel".
 func TestMoreChunkWithoutPostsIsEmpty(t *testing.T) {
 	e := newFaultEnv(t, faultOptions{})
-	res, err := e.svc.Page(pageCtx(t), origin.Request{Kind: parser.KindMore, Channel: "tmefeed_news", Position: 1})
+	res, err := e.svc.Page(pageCtx(t), tme.Request{Kind: tme.KindMore, Channel: "tmefeed_news", Position: 1})
 	if err != nil {
 		t.Fatalf("err = %v, want an empty chunk", err)
 	}
 	if n := len(res.Page.Content.Posts); n != 0 {
 		t.Errorf("%d posts before post 1", n)
 	}
-	_, err = e.svc.Page(pageCtx(t), origin.Request{Kind: parser.KindMore, Channel: "nobody_here", Position: 5})
+	_, err = e.svc.Page(pageCtx(t), tme.Request{Kind: tme.KindMore, Channel: "nobody_here", Position: 5})
 	if !errors.Is(err, origin.ErrNotFound) {
 		t.Errorf("a chunk of a name with no channel: err = %v, want ErrNotFound", err)
 	}
@@ -433,7 +434,7 @@ func TestFaultUnknownNameAskedInALoop(t *testing.T) {
 	tiers(t, func(t *testing.T, valkey bool) {
 		e := newFaultEnv(t, faultOptions{valkey: valkey, negativeTTL: time.Minute})
 		ctx := pageCtx(t)
-		unknown := origin.Request{Kind: parser.KindBody, Channel: "nobody_here_404"}
+		unknown := tme.Request{Kind: tme.KindBody, Channel: "nobody_here_404"}
 		const calls = 50
 		for i := range calls {
 			if _, err := e.svc.Page(ctx, unknown); !errors.Is(err, origin.ErrNotFound) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Freshness collects how fresh the pages behind one answer are, so that
@@ -107,8 +108,8 @@ func Lasting(err error) bool {
 		errors.Is(err, parser.ErrNotChannel) ||
 		errors.Is(err, parser.ErrPostNotFound) ||
 		errors.Is(err, ErrMediaNotFound) ||
-		errors.Is(err, ErrInvalidUsername) ||
-		errors.Is(err, ErrInvalidPosition) ||
+		errors.Is(err, tme.ErrInvalidUsername) ||
+		errors.Is(err, tme.ErrInvalidPosition) ||
 		errors.Is(err, ErrBadRequest) ||
 		errors.Is(err, origin.ErrInvalidRequest)
 }

@@ -6,8 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tmefeed/tmefeed/origin"
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Defaults for the history walks.
@@ -74,8 +73,8 @@ func (s *Service) Walks() int64 { return s.walksRun.Load() }
 // Config.HistoryMaxPages pages in all, whichever comes first. A zero since
 // reads the newest page only. Every page comes through the cache, as any
 // page read does; identical concurrent walks share one, charged to the
-// origin budget of the first one's client (origin.Request.Client). The
-// older chunks are history (origin.ClassHistory). Results are newest
+// origin budget of the first one's client (tme.Request.Client). The
+// older chunks are history (tme.ClassHistory). Results are newest
 // page first and shared: they must not be modified.
 func (s *Service) History(ctx context.Context, channel string, since time.Time, client string) ([]Result, error) {
 	key := "history|" + channel + "|"
@@ -99,7 +98,7 @@ func (s *Service) History(ctx context.Context, channel string, since time.Time, 
 }
 
 func (s *Service) history(ctx context.Context, channel string, since time.Time, client string) ([]Result, error) {
-	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Client: client})
+	res, err := s.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Client: client})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +111,7 @@ func (s *Service) history(ctx context.Context, channel string, since time.Time, 
 		if len(posts) == 0 || next == 0 || posts[0].Footer.Date.Unix < since.Unix() {
 			break
 		}
-		res, err := s.Page(ctx, origin.Request{Kind: parser.KindMore, Channel: channel, Position: next, Class: origin.ClassHistory, Client: client})
+		res, err := s.Page(ctx, tme.Request{Kind: tme.KindMore, Channel: channel, Position: next, Class: tme.ClassHistory, Client: client})
 		if err != nil {
 			return nil, fmt.Errorf("%s: older posts before %d: %w", channel, next, err)
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/internal/safeurl"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // ErrMediaNotFound: the post exists but has no attachment at the index
@@ -43,18 +43,18 @@ type MediaLink struct {
 // page to be re-read, through the cache's lease like any refresh, and gets
 // the old copy only when that fails. A missing post gives ErrPostNotFound,
 // a missing attachment ErrMediaNotFound. The re-read is charged to
-// client's share of the origin budget, as history (origin.ClassHistory).
+// client's share of the origin budget, as history (tme.ClassHistory).
 //
-// cacheOnly reads the page from the cache alone (origin.Request's
+// cacheOnly reads the page from the cache alone (tme.Request's
 // CacheOnly): without a copy, ErrNotCached; a stale copy is not re-read.
 func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, thumb, cacheOnly bool, client string) (MediaLink, error) {
-	if id < 1 || id > MaxPosition {
-		return MediaLink{}, fmt.Errorf("%w: post id must be from 1 to %d", ErrInvalidPosition, MaxPosition)
+	if id < 1 || id > tme.MaxPosition {
+		return MediaLink{}, fmt.Errorf("%w: post id must be from 1 to %d", tme.ErrInvalidPosition, tme.MaxPosition)
 	}
 	if index < 0 {
 		return MediaLink{}, fmt.Errorf("%w: media index must not be negative", ErrBadRequest)
 	}
-	req := origin.Request{Kind: parser.KindBody, Channel: channel, Position: id, CacheOnly: cacheOnly, Class: origin.ClassHistory, Client: client}
+	req := tme.Request{Kind: tme.KindBody, Channel: channel, Position: id, CacheOnly: cacheOnly, Class: tme.ClassHistory, Client: client}
 	if !cacheOnly {
 		ctx = cache.Revalidate(ctx)
 	}

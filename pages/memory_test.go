@@ -12,9 +12,9 @@ import (
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/internal/memsize"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // fixturePages returns every recorded page of a kind the service parses.
@@ -40,11 +40,11 @@ func fixturePages(t testing.TB) map[string][]byte {
 	return out
 }
 
-func kindOf(file string) parser.Kind {
+func kindOf(file string) tme.Kind {
 	if file[:2] == "s/" {
-		return parser.KindBody
+		return tme.KindBody
 	}
-	return parser.KindPreview
+	return tme.KindPreview
 }
 
 // TestParsedSizeMatchesHeap checks the size estimate of a parse against
@@ -66,7 +66,7 @@ func TestParsedSizeMatchesHeap(t *testing.T) {
 			before := memsize.LiveHeap()
 			var err error
 			for i := range held {
-				if kind == parser.KindBody {
+				if kind == tme.KindBody {
 					held[i], err = parser.ParseBody(b)
 				} else {
 					held[i], err = parser.ParsePreview(b)
@@ -100,7 +100,7 @@ func TestParsedSizeMatchesHeap(t *testing.T) {
 // name appended as a comment so every channel's bytes (and parse) differ.
 type variedOrigin struct{ page []byte }
 
-func (o variedOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) {
+func (o variedOrigin) Fetch(_ context.Context, r tme.Request) ([]byte, error) {
 	return fmt.Appendf(append([]byte(nil), o.page...), "<!-- %s -->", r.Channel), nil
 }
 
@@ -122,7 +122,7 @@ func measureService(t *testing.T, page []byte, n int, cfg pages.Config, refresh 
 		return b, nil
 	}
 	get := func(i int) {
-		r := origin.Request{Kind: parser.KindBody, Channel: fmt.Sprintf("chan%06d", i)}
+		r := tme.Request{Kind: tme.KindBody, Channel: fmt.Sprintf("chan%06d", i)}
 		if _, err := svc.RenderedEntry(context.Background(), "body:0", r, render); err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +191,7 @@ func TestStoresStayWithinBounds(t *testing.T) {
 		t.Errorf("over a bound: parsed %d/%d B, hot %d/%d B", st.ParsedBytes, parsedMax, st.HotBytes, hotMax)
 	}
 	// Each store is full to within one entry: the bound, not a count, limits it.
-	if st.ParsedBytes < parsedMax-uint64(pages.ParsedSize(parser.KindBody, page))-1024 || st.HotBytes < hotMax-5000 {
+	if st.ParsedBytes < parsedMax-uint64(pages.ParsedSize(tme.KindBody, page))-1024 || st.HotBytes < hotMax-5000 {
 		t.Errorf("stores not filled to their bounds: parsed %d B, hot %d B", st.ParsedBytes, st.HotBytes)
 	}
 }
@@ -206,11 +206,11 @@ func TestParsedHeldOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	size := pages.ParsedSize(parser.KindBody, page)
+	size := pages.ParsedSize(tme.KindBody, page)
 	// Room for two parses.
 	svc := pages.New(pages.Config{Cache: mem, Origin: variedOrigin{page: page}, ParsedBytes: 2*size + 2048})
 	get := func(name string) pages.Result {
-		res, err := svc.Page(context.Background(), origin.Request{Kind: parser.KindBody, Channel: name})
+		res, err := svc.Page(context.Background(), tme.Request{Kind: tme.KindBody, Channel: name})
 		if err != nil {
 			t.Fatal(err)
 		}

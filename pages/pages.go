@@ -27,11 +27,12 @@ import (
 	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Fetcher fetches the raw bytes of a t.me page; *origin.Client is one.
 type Fetcher interface {
-	Fetch(ctx context.Context, r origin.Request) ([]byte, error)
+	Fetch(ctx context.Context, r tme.Request) ([]byte, error)
 }
 
 // Defaults for the zero fields of Config.
@@ -60,7 +61,7 @@ type Config struct {
 	ParsedBytes int64
 	// OnParse, when set, is called each time page bytes go through the
 	// parser (not when a parsed page is reused). Useful for metrics and tests.
-	OnParse func(parser.Kind)
+	OnParse func(tme.Kind)
 
 	// Refresh is the cache's refresh point (CACHE_MODE). When set, the
 	// hottest rendered responses are also held uncompressed in process and
@@ -97,7 +98,7 @@ type Service struct {
 	decoded *otter.Cache[decodedKey, *decoded] // nil when off
 	parses  singleflight.Group
 	held    atomic.Int64 // bytes of the distinct parses anyone holds
-	onParse func(parser.Kind)
+	onParse func(tme.Kind)
 	hot     *otter.Cache[hotKey, hotEntry] // nil when off
 	enc     *httpcache.Encoder
 	refresh time.Duration
@@ -147,8 +148,8 @@ func (s *Service) Watch(w Watcher) {
 // with its client: r.Client, else who's (nil: nobody's). A read from the
 // cache only is not told: the updater would keep the page fresh for it,
 // fetching on its behalf.
-func (s *Service) noteNewest(r origin.Request, who ClientNamer) {
-	if r.Kind == parser.KindBody && r.Position == 0 && !r.CacheOnly {
+func (s *Service) noteNewest(r tme.Request, who ClientNamer) {
+	if r.Kind == tme.KindBody && r.Position == 0 && !r.CacheOnly {
 		if w := s.watcher.Load(); w != nil {
 			id := ClientID(r.Client)
 			if r.Client == "" && who != nil {
@@ -160,7 +161,7 @@ func (s *Service) noteNewest(r origin.Request, who ClientNamer) {
 }
 
 // ClientID is the number a Watcher counts a client by: a hash of its
-// name (origin.Request.Client), 0 for nobody's.
+// name (tme.Request.Client), 0 for nobody's.
 func ClientID(name string) uint64 {
 	if name == "" {
 		return 0
@@ -182,7 +183,7 @@ func ClientID(name string) uint64 {
 func (s *Service) RefreshNewest(ctx context.Context, channel string, lead time.Duration) (Result, error) {
 	slot := &loadFailure{}
 	ctx = context.WithValue(cache.RefreshAhead(ctx, lead), loadFailureKey{}, slot)
-	res, err := s.load(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Class: origin.ClassUpdater})
+	res, err := s.load(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Class: tme.ClassUpdater})
 	if err == nil {
 		err = slot.get()
 	}
@@ -325,7 +326,7 @@ type Result struct {
 type decodedKey struct {
 	hash uint64
 	size int
-	kind parser.Kind
+	kind tme.Kind
 }
 
 // decoded is a parse outcome; errors are kept too, since the same bytes
@@ -388,8 +389,8 @@ func New(cfg Config) *Service {
 // Page returns a parsed channel page (r.Kind body) or "more" chunk (more).
 // Hot pages are parsed once per content: the parse is reused for as long
 // as the cached bytes stay the same.
-func (s *Service) Page(ctx context.Context, r origin.Request) (Result, error) {
-	if r.Kind != parser.KindBody && r.Kind != parser.KindMore {
+func (s *Service) Page(ctx context.Context, r tme.Request) (Result, error) {
+	if r.Kind != tme.KindBody && r.Kind != tme.KindMore {
 		return Result{}, fmt.Errorf("pages: Page of a %q request: %w", r.Kind, ErrBadRequest)
 	}
 	return s.get(ctx, r)
@@ -397,13 +398,13 @@ func (s *Service) Page(ctx context.Context, r origin.Request) (Result, error) {
 
 // Preview returns the preview card of a channel. A user, group, bot or
 // unknown name gives parser.ErrNotChannel. A fetch is charged to client
-// (see origin.Request.Client).
+// (see tme.Request.Client).
 func (s *Service) Preview(ctx context.Context, username, client string) (*parser.Preview, error) {
-	name, err := ValidUsername(username)
+	name, err := tme.ValidUsername(username)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.get(ctx, origin.Request{Kind: parser.KindPreview, Channel: name, Client: client})
+	res, err := s.get(ctx, tme.Request{Kind: tme.KindPreview, Channel: name, Client: client})
 	if err != nil {
 		return nil, err
 	}
@@ -419,14 +420,14 @@ func (s *Service) Preview(ctx context.Context, username, client string) (*parser
 // (refreshed by the background updater), and served stale while the page
 // is refreshed otherwise. The returned bytes are shared between callers
 // and must not be modified.
-func (s *Service) Rendered(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) ([]byte, error) {
+func (s *Service) Rendered(ctx context.Context, key string, r tme.Request, render func(Result) ([]byte, error)) ([]byte, error) {
 	e, err := s.RenderedEntry(ctx, key, r, render)
 	return e.Value, err
 }
 
 // RenderedEntry is Rendered returning the whole cache entry, for callers
 // that derive headers from FetchedAt and Stale.
-func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (cache.Entry, error) {
+func (s *Service) RenderedEntry(ctx context.Context, key string, r tme.Request, render func(Result) ([]byte, error)) (cache.Entry, error) {
 	e, _, err := s.RenderedRep(ctx, key, r, render)
 	return e, err
 }
@@ -436,12 +437,12 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r origin.Reques
 // hot store holds it: made once as it enters the store, so that a hit
 // neither hashes nor compresses. rep is nil when the response is not held
 // there (stale, or the store is off).
-func (s *Service) RenderedRep(ctx context.Context, key string, r origin.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+func (s *Service) RenderedRep(ctx context.Context, key string, r tme.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
 	return s.RenderedRepFor(ctx, key, r, nil, render)
 }
 
 // ClientNamer names the client whose share of the origin budget a
-// request's fetches are charged to (origin.Request.Client).
+// request's fetches are charged to (tme.Request.Client).
 type ClientNamer interface {
 	ClientName() string
 	// ClientID is ClientID(ClientName()), made without building the
@@ -454,7 +455,7 @@ type ClientNamer interface {
 // answer, so that a hit does not pay for naming the client (a string
 // made from the address); nil, or an r.Client already set, leaves
 // r.Client as it is.
-func (s *Service) RenderedRepFor(ctx context.Context, key string, r origin.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+func (s *Service) RenderedRepFor(ctx context.Context, key string, r tme.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
 	e, rep, err = s.renderedRep(ctx, key, r, who, render)
 	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
 		// Joined a load started by a request that may not fetch, which
@@ -464,7 +465,7 @@ func (s *Service) RenderedRepFor(ctx context.Context, key string, r origin.Reque
 	return e, rep, err
 }
 
-func (s *Service) renderedRep(ctx context.Context, key string, r origin.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+func (s *Service) renderedRep(ctx context.Context, key string, r tme.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
 	if r.Channel == "" {
 		return cache.Entry{}, nil, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
@@ -544,13 +545,13 @@ func (s *Service) fresh(e cache.Entry) bool {
 
 // get loads the page bytes for r through the cache and decodes them,
 // noting the read in the context's Freshness collector.
-func (s *Service) get(ctx context.Context, r origin.Request) (Result, error) {
+func (s *Service) get(ctx context.Context, r tme.Request) (Result, error) {
 	s.noteNewest(r, nil)
 	return s.load(ctx, r)
 }
 
 // load is get without telling the Watcher of a read.
-func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
+func (s *Service) load(ctx context.Context, r tme.Request) (Result, error) {
 	res, err := s.loadOnce(ctx, r)
 	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
 		// As in RenderedRep: a shared load of a request that may not
@@ -560,13 +561,13 @@ func (s *Service) load(ctx context.Context, r origin.Request) (Result, error) {
 	return res, err
 }
 
-// ErrNotCached: a request that may only read the cache (origin.Request's
+// ErrNotCached: a request that may only read the cache (tme.Request's
 // CacheOnly) asked for a page the cache does not hold.
 var ErrNotCached = errors.New("not in the cache")
 
-func (s *Service) loadOnce(ctx context.Context, r origin.Request) (Result, error) {
+func (s *Service) loadOnce(ctx context.Context, r tme.Request) (Result, error) {
 	switch r.Kind {
-	case parser.KindBody, parser.KindMore, parser.KindPreview, parser.KindSearch:
+	case tme.KindBody, tme.KindMore, tme.KindPreview, tme.KindSearch:
 	default:
 		return Result{}, fmt.Errorf("pages: unsupported page kind %q: %w", r.Kind, ErrBadRequest)
 	}
@@ -577,10 +578,10 @@ func (s *Service) loadOnce(ctx context.Context, r origin.Request) (Result, error
 			return cache.Entry{}, fmt.Errorf("%s: %w", r.Shown(), ErrNotCached)
 		}
 		fr := r
-		if fr.Class == origin.ClassReader && cache.Refreshing(ctx) {
+		if fr.Class == tme.ClassReader && cache.Refreshing(ctx) {
 			// A copy is held and served meanwhile: nobody waits on this
 			// fetch, so it yields to readers who have nothing.
-			fr.Class = origin.ClassRefresh
+			fr.Class = tme.ClassRefresh
 		}
 		b, err := s.origin.Fetch(ctx, fr)
 		if err != nil {
@@ -594,7 +595,7 @@ func (s *Service) loadOnce(ctx context.Context, r origin.Request) (Result, error
 		if errors.Is(d.err, parser.ErrNotPage) {
 			return cache.Entry{}, fmt.Errorf("%s: %w: %w", r.Shown(), origin.ErrUpstream, d.err)
 		}
-		if d.page != nil && r.Kind == parser.KindBody && r.Position == 0 {
+		if d.page != nil && r.Kind == tme.KindBody && r.Position == 0 {
 			if w := s.watcher.Load(); w != nil {
 				if prev, ok := cache.Previous(ctx); ok && !bytes.Equal(prev.Value, b) {
 					(*w).NewestChanged(Change{Channel: r.Channel, Prev: prev.Value, Next: d.page, FetchedAt: s.now()})
@@ -618,7 +619,7 @@ func (s *Service) loadOnce(ctx context.Context, r origin.Request) (Result, error
 }
 
 // decode parses b as kind, reusing an earlier parse of the same bytes.
-func (s *Service) decode(_ context.Context, kind parser.Kind, b []byte) (uint64, *decoded) {
+func (s *Service) decode(_ context.Context, kind tme.Kind, b []byte) (uint64, *decoded) {
 	key := decodedKey{hash: xxh3.Hash(b), size: len(b), kind: kind}
 	if s.decoded != nil {
 		if d, ok := s.decoded.GetIfPresent(key); ok {
@@ -644,19 +645,19 @@ func (s *Service) decode(_ context.Context, kind parser.Kind, b []byte) (uint64,
 	return key.hash, v.(*decoded)
 }
 
-func (s *Service) parse(kind parser.Kind, b []byte) *decoded {
+func (s *Service) parse(kind tme.Kind, b []byte) *decoded {
 	if s.onParse != nil {
 		s.onParse(kind)
 	}
 	d := &decoded{}
 	switch kind {
-	case parser.KindBody:
+	case tme.KindBody:
 		d.page, d.err = parser.ParseBody(b)
-	case parser.KindMore:
+	case tme.KindMore:
 		d.page, d.err = parser.ParseMore(b)
-	case parser.KindSearch:
+	case tme.KindSearch:
 		d.page, d.err = parser.ParseSearch(b)
-	case parser.KindPreview:
+	case tme.KindPreview:
 		d.preview, d.err = parser.ParsePreview(b)
 	}
 	if d.err == nil && d.page == nil && d.preview == nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // fakeOrigin answers from fixture files, or with body when set, and counts.
@@ -25,7 +26,7 @@ type fakeOrigin struct {
 	calls map[string]int
 }
 
-func (f *fakeOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) {
+func (f *fakeOrigin) Fetch(_ context.Context, r tme.Request) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.calls == nil {
@@ -40,9 +41,9 @@ func (f *fakeOrigin) Fetch(_ context.Context, r origin.Request) ([]byte, error) 
 	}
 	var file string
 	switch r.Kind {
-	case parser.KindBody:
+	case tme.KindBody:
 		file = "s/" + r.Channel + ".html"
-	case parser.KindPreview:
+	case tme.KindPreview:
 		file = "preview/" + r.Channel + ".html"
 	default:
 		return nil, origin.ErrNotFound
@@ -74,11 +75,11 @@ func newSetup(t *testing.T, refresh time.Duration) *setup {
 	}
 	t.Cleanup(func() { mem.Close() })
 	s := &setup{origin: &fakeOrigin{}}
-	s.svc = pages.New(pages.Config{Cache: mem, Origin: s.origin, OnParse: func(parser.Kind) { s.parses.Add(1) }})
+	s.svc = pages.New(pages.Config{Cache: mem, Origin: s.origin, OnParse: func(tme.Kind) { s.parses.Add(1) }})
 	return s
 }
 
-var body = origin.Request{Kind: parser.KindBody, Channel: "tmefeed_news"}
+var body = tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news"}
 
 func TestPageIsParsedOncePerContent(t *testing.T) {
 	// CACHE_MODE=off: every call fetches, but the same bytes parse once.
@@ -171,8 +172,8 @@ func TestPreview(t *testing.T) {
 		t.Errorf("%d fetches, want 1", n)
 	}
 
-	if _, err := s.svc.Preview(context.Background(), "no", ""); !errors.Is(err, pages.ErrInvalidUsername) {
-		t.Errorf("err %v, want ErrInvalidUsername", err)
+	if _, err := s.svc.Preview(context.Background(), "no", ""); !errors.Is(err, tme.ErrInvalidUsername) {
+		t.Errorf("err %v, want tme.ErrInvalidUsername", err)
 	}
 }
 
@@ -186,7 +187,7 @@ func TestErrorsPassThrough(t *testing.T) {
 		t.Errorf("err %v, want the origin's *RateLimitError", err)
 	}
 
-	if _, err := s.svc.Page(context.Background(), origin.Request{Kind: parser.KindPreview, Channel: "tmefeed_news"}); !errors.Is(err, pages.ErrBadRequest) {
+	if _, err := s.svc.Page(context.Background(), tme.Request{Kind: tme.KindPreview, Channel: "tmefeed_news"}); !errors.Is(err, pages.ErrBadRequest) {
 		t.Errorf("Page of a preview: err %v, want ErrBadRequest", err)
 	}
 }

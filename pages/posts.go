@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // PostsPerPage is about how many posts one t.me page holds; it sizes the
@@ -27,7 +27,7 @@ type Window struct {
 	// window without Before, After or Around uses it.
 	Newest *parser.Page
 	// Client is whose share of the origin budget the walk's fetches are
-	// charged to (origin.Request.Client); identical windows share one
+	// charged to (tme.Request.Client); identical windows share one
 	// walk, charged to the first. Like Newest, not part of what is asked.
 	Client string
 }
@@ -87,13 +87,13 @@ func (s *Service) posts(ctx context.Context, channel string, w Window) (Posts, e
 	case w.Around != nil:
 		out, err = s.postsAround(ctx, channel, *w.Around, w.First, w.Client)
 	case w.Before != nil:
-		out.List, out.HasNewer, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.Before, Client: w.Client}, nil, *w.Before, false, w.First)
+		out.List, out.HasNewer, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: *w.Before, Client: w.Client}, nil, *w.Before, false, w.First)
 		out.HasOlder = true // the cursor's own post is older
 	case w.After != nil:
-		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: *w.After, Client: w.Client}, nil, *w.After, true, w.First)
+		out.List, out.HasOlder, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: *w.After, Client: w.Client}, nil, *w.After, true, w.First)
 		out.HasNewer = true
 	default:
-		out.List, out.HasOlder, err = s.walk(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Client: w.Client}, w.Newest, 0, true, w.First)
+		out.List, out.HasOlder, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Client: w.Client}, w.Newest, 0, true, w.First)
 	}
 	if err != nil {
 		return Posts{}, err
@@ -114,8 +114,8 @@ func (w Window) validate() error {
 			continue
 		}
 		given++
-		if *a.id < 1 || *a.id > MaxPosition {
-			return fmt.Errorf("%w: %s must be from 1 to %d", ErrInvalidPosition, a.name, MaxPosition)
+		if *a.id < 1 || *a.id > tme.MaxPosition {
+			return fmt.Errorf("%w: %s must be from 1 to %d", tme.ErrInvalidPosition, a.name, tme.MaxPosition)
 		}
 	}
 	if given > 1 {
@@ -128,7 +128,7 @@ func (w Window) validate() error {
 // is already at hand) on, following t.me's offsets: towards older posts
 // (ids below bound, if set) or newer ones (ids above bound). It returns
 // them newest first and whether more posts lie beyond.
-func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Page, bound int, older bool, n int) ([]*parser.Post, bool, error) {
+func (s *Service) walk(ctx context.Context, req tme.Request, first *parser.Page, bound int, older bool, n int) ([]*parser.Post, bool, error) {
 	var got []*parser.Post // in walking order
 	lastID := 0            // the number of the last post got that has one
 	maxPages := min(n/PostsPerPage+2, s.historyPages)
@@ -182,7 +182,7 @@ func (s *Service) walk(ctx context.Context, req origin.Request, first *parser.Pa
 		if next == 0 || fetched+1 >= maxPages && (len(got) > 0 || fetched+1 >= s.historyPages) {
 			return orderNewest(got, older), next != 0, nil
 		}
-		req = origin.Request{Kind: parser.KindMore, Channel: req.Channel, Position: next, After: !older, Class: origin.ClassHistory, Client: req.Client}
+		req = tme.Request{Kind: tme.KindMore, Channel: req.Channel, Position: next, After: !older, Class: tme.ClassHistory, Client: req.Client}
 		page = nil
 	}
 }
@@ -196,7 +196,7 @@ func orderNewest(posts []*parser.Post, older bool) []*parser.Post {
 
 // postsAround returns up to n posts centred on id, newest first.
 func (s *Service) postsAround(ctx context.Context, channel string, id, n int, client string) (Posts, error) {
-	res, err := s.Page(ctx, origin.Request{Kind: parser.KindBody, Channel: channel, Position: id, Client: client})
+	res, err := s.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: id, Client: client})
 	if err != nil {
 		return Posts{}, err
 	}

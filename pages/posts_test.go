@@ -8,6 +8,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 func ids(list []*parser.Post) []int {
@@ -129,9 +130,9 @@ func TestPostsBadWindows(t *testing.T) {
 		{"negative first", pages.Window{First: -1}, pages.ErrBadRequest},
 		{"before and after", pages.Window{First: 1, Before: intp(50), After: intp(40)}, pages.ErrBadRequest},
 		{"after and around", pages.Window{First: 1, After: intp(50), Around: intp(40)}, pages.ErrBadRequest},
-		{"around 0", pages.Window{First: 1, Around: intp(0)}, pages.ErrInvalidPosition},
-		{"before past int32", pages.Window{First: 1, Before: intp(pages.MaxPosition + 1)}, pages.ErrInvalidPosition},
-		{"after negative", pages.Window{First: 1, After: intp(-3)}, pages.ErrInvalidPosition},
+		{"around 0", pages.Window{First: 1, Around: intp(0)}, tme.ErrInvalidPosition},
+		{"before past int32", pages.Window{First: 1, Before: intp(tme.MaxPosition + 1)}, tme.ErrInvalidPosition},
+		{"after negative", pages.Window{First: 1, After: intp(-3)}, tme.ErrInvalidPosition},
 	} {
 		if _, err := e.svc.Posts(context.Background(), "tmefeed_news", tt.w); !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)

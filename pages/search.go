@@ -7,8 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // MaxSearchQuery is the longest search query accepted, in characters.
@@ -34,10 +34,10 @@ func ValidSearchQuery(q string) (string, error) {
 }
 
 // SearchRequest is the request for Telegram's search page of channel,
-// made for client (see origin.Request.Client); query must have passed
+// made for client (see tme.Request.Client); query must have passed
 // ValidSearchQuery. A search is history for the origin budget.
-func SearchRequest(channel, query, client string) origin.Request {
-	return origin.Request{Kind: parser.KindSearch, Channel: channel, Query: query, Class: origin.ClassHistory, Client: client}
+func SearchRequest(channel, query, client string) tme.Request {
+	return tme.Request{Kind: tme.KindSearch, Channel: channel, Query: query, Class: tme.ClassHistory, Client: client}
 }
 
 // Found is the outcome of a search: the matching posts of one search
@@ -50,7 +50,7 @@ type Found struct {
 
 // Search returns up to first posts of channel matching query, newest
 // first, from Telegram's own search page (t.me/s/<channel>?q=<query>),
-// read and cached like any page, for client (see origin.Request.Client).
+// read and cached like any page, for client (see tme.Request.Client).
 // No match is an empty List, not an error.
 func (s *Service) Search(ctx context.Context, channel, query string, first int, client string) (Found, error) {
 	q, err := ValidSearchQuery(query)

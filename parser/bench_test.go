@@ -2,8 +2,6 @@ package parser
 
 import (
 	"bytes"
-	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -88,35 +86,6 @@ func benchPage(b *testing.B, data []byte) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := ParseBody(data); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	// Encode is the rest of a cache miss: the parsed page written as the
-	// REST API writes it. EncodeJSON is the same bytes by encoding/json
-	// (HTML left unescaped), the path of values the server does not write
-	// itself.
-	b.Run("Encode", func(b *testing.B) {
-		p, err := ParseBody(data)
-		if err != nil {
-			b.Fatal(err)
-		}
-		buf := AppendPageJSON(nil, p)
-		b.ReportAllocs()
-		for b.Loop() {
-			buf = AppendPageJSON(buf[:0], p)
-		}
-	})
-	b.Run("EncodeJSON", func(b *testing.B) {
-		p, err := ParseBody(data)
-		if err != nil {
-			b.Fatal(err)
-		}
-		enc := json.NewEncoder(io.Discard)
-		enc.SetEscapeHTML(false)
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := enc.Encode(p); err != nil {
 				b.Fatal(err)
 			}
 		}

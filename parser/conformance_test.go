@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Conformance against real t.me pages that other people captured and
@@ -954,8 +956,8 @@ func TestConformanceRealPagesAsMore(t *testing.T) {
 			in := b
 			if isPage {
 				in = cfPHPJSON(b)
-				if got := Detect(in); got != KindMore {
-					t.Errorf("%s as a JSON string: Detect = %q, want %q", rel, got, KindMore)
+				if got := Detect(in); got != tme.KindMore {
+					t.Errorf("%s as a JSON string: Detect = %q, want %q", rel, got, tme.KindMore)
 				}
 			}
 			var more *Page
@@ -1023,17 +1025,17 @@ func cfRealPageFiles(t *testing.T, dir string) []string {
 }
 
 // cfKindOf picks the parse function from the file name.
-func cfKindOf(rel string) (kind Kind, fragment bool) {
+func cfKindOf(rel string) (kind tme.Kind, fragment bool) {
 	base := path.Base(rel)
 	switch {
 	case strings.HasPrefix(base, "s_"):
-		return KindBody, false
+		return tme.KindBody, false
 	case strings.HasPrefix(base, "preview_"):
-		return KindPreview, false
+		return tme.KindPreview, false
 	case strings.HasPrefix(base, "embed_"):
-		return KindEmbed, false
+		return tme.KindEmbed, false
 	case strings.HasPrefix(base, "frag_"):
-		return KindBody, true
+		return tme.KindBody, true
 	}
 	return "", false
 }
@@ -1058,11 +1060,11 @@ func cfCheckFile(t *testing.T, rel string, b []byte, w *cfPage) {
 		}
 	}
 	switch kind {
-	case KindBody, KindMore:
+	case tme.KindBody, tme.KindMore:
 		var p *Page
 		var err error
 		fn, name := ParseBody, "ParseBody"
-		if kind == KindMore {
+		if kind == tme.KindMore {
 			fn, name = ParseMore, "ParseMore"
 		}
 		if !cfNoPanic(t, rel+": "+name, func() { p, err = fn(b) }) {
@@ -1080,7 +1082,7 @@ func cfCheckFile(t *testing.T, rel string, b []byte, w *cfPage) {
 		if w != nil && w.body != nil {
 			w.body.check(t, rel, ws, p)
 		}
-	case KindPreview:
+	case tme.KindPreview:
 		var p *Preview
 		var err error
 		if !cfNoPanic(t, rel+": ParsePreview", func() { p, err = ParsePreview(b) }) {
@@ -1090,7 +1092,7 @@ func cfCheckFile(t *testing.T, rel string, b []byte, w *cfPage) {
 		if w != nil && w.preview != nil {
 			w.preview.check(t, rel, ws, p)
 		}
-	case KindEmbed:
+	case tme.KindEmbed:
 		var p *Post
 		var err error
 		if !cfNoPanic(t, rel+": ParseEmbed", func() { p, err = ParseEmbed(b) }) {

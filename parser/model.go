@@ -1,25 +1,10 @@
 package parser
 
-import "github.com/tmefeed/tmefeed/internal/tme"
-
 // The types below are the one model every face of tmefeed is built from.
-// Their JSON follows telegram-me 1.x, so the REST v1 API can encode them
-// directly; other faces (GraphQL, feeds) adapt them in their own packages.
-// A key telegram-me has is always written, null when the value is missing;
-// the types with optional strings or numbers do so in MarshalJSON (json.go),
-// their tags naming the keys. Keys of tmefeed's own (omitempty) are left
-// out when empty.
-
-// Kind is the kind of t.me page a byte slice holds.
-type Kind = tme.Kind
-
-const (
-	KindBody    = tme.KindBody    // t.me/s/<channel>[/<id>]
-	KindMore    = tme.KindMore    // POST t.me/s/<channel>?before=N|after=N (a JSON string of HTML)
-	KindPreview = tme.KindPreview // t.me/<channel>
-	KindEmbed   = tme.KindEmbed   // t.me/<channel>/<id>?embed=1
-	KindSearch  = tme.KindSearch  // t.me/s/<channel>?q=<query>
-)
+// Their json tags name telegram-me 1.x's keys, which the REST v1 API writes
+// (server/restjson: a key telegram-me has always there, null when the value
+// is missing; keys of tmefeed's own, omitempty, left out when empty); other
+// faces (GraphQL, feeds) adapt them in their own packages.
 
 // Rich is text as plain string and as Telegram's inner HTML.
 type Rich struct {

@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tmefeed/tmefeed/internal/tme"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 var (
@@ -161,24 +161,24 @@ func ParseEmbed(b []byte) (*Post, error) {
 
 // Detect tells which kind of page b holds, or "" when it is none of them.
 // It looks only for the class names that mark each kind.
-func Detect(b []byte) Kind {
+func Detect(b []byte) tme.Kind {
 	t := bytes.TrimSpace(b)
 	if len(t) == 0 {
 		return ""
 	}
 	if t[0] == '"' {
-		return KindMore
+		return tme.KindMore
 	}
 	has := func(s string) bool { return bytes.Contains(b, []byte(s)) }
 	switch {
 	case has("tgme_channel_history") || has("tgme_channel_info"):
-		return KindBody
+		return tme.KindBody
 	case has("tgme_page_extra") || has("tgme_page_title") || has("tgme_icon_user") || has("tgme_page_context_link"):
-		return KindPreview
+		return tme.KindPreview
 	case has("tgme_widget_message_error") || (has("tgme_widget_message") && (has("widget_frame") || has(`id="widget_message"`) || has("tgme_widget_message_link"))):
-		return KindEmbed
+		return tme.KindEmbed
 	case has("tgme_widget_message_wrap") || has("tme_messages_more"):
-		return KindMore
+		return tme.KindMore
 	}
 	return ""
 }

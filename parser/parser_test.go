@@ -15,6 +15,8 @@ import (
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden from the current parser output")
@@ -24,20 +26,20 @@ const fixturesDir = "../fixtures/pages"
 // fixture is one recorded page and the parser that reads it.
 type fixture struct {
 	rel  string // path under fixtures/pages
-	kind Kind
+	kind tme.Kind
 	data []byte
 }
 
-func kindOfPath(rel string) Kind {
+func kindOfPath(rel string) tme.Kind {
 	switch strings.SplitN(filepath.ToSlash(rel), "/", 2)[0] {
 	case "s":
-		return KindBody
+		return tme.KindBody
 	case "more":
-		return KindMore
+		return tme.KindMore
 	case "preview":
-		return KindPreview
+		return tme.KindPreview
 	case "embed":
-		return KindEmbed
+		return tme.KindEmbed
 	}
 	return ""
 }
@@ -74,23 +76,24 @@ func loadFixtures(t testing.TB) []fixture {
 }
 
 // parseAs runs the parser for kind and returns the value to encode.
-func parseAs(kind Kind, b []byte) (any, error) {
+func parseAs(kind tme.Kind, b []byte) (any, error) {
 	switch kind {
-	case KindBody:
+	case tme.KindBody:
 		return ParseBody(b)
-	case KindMore:
+	case tme.KindMore:
 		return ParseMore(b)
-	case KindPreview:
+	case tme.KindPreview:
 		return ParsePreview(b)
-	case KindEmbed:
+	case tme.KindEmbed:
 		return ParseEmbed(b)
 	}
 	return nil, errors.New("unknown kind")
 }
 
-// TestGolden parses every fixture and compares the REST JSON with the
-// reviewed golden file. Run `go test ./parser -update` after an intended change
-// and review the diff.
+// TestGolden parses every fixture and compares the model, as encoding/json
+// writes it by its tags, with the reviewed golden file. (The REST API's
+// JSON of the same pages is server/restjson's golden.) Run `go test
+// ./parser -update` after an intended change and review the diff.
 func TestGolden(t *testing.T) {
 	for _, f := range loadFixtures(t) {
 		t.Run(f.rel, func(t *testing.T) {
@@ -177,7 +180,7 @@ func TestFixturesAreComplete(t *testing.T) {
 		switch p := v.(type) {
 		case *Page:
 			posts = p.Content.Posts
-			if f.kind == KindBody && (p.Channel == nil || p.Channel.Username == "" || p.Channel.Title.String == "") {
+			if f.kind == tme.KindBody && (p.Channel == nil || p.Channel.Username == "" || p.Channel.Title.String == "") {
 				t.Errorf("%s: channel header missing: %+v", f.rel, p.Channel)
 			}
 			if len(posts) == 0 {
@@ -413,7 +416,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(bubblePost(`<span dir="auto">` + nest(`x <b>y</b>`, " ", 2) + `</span><div class="media_not_supported_cont">` +
 		`<div class="message_media_not_supported_label">Please open Telegram</div></div>`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, k := range []Kind{KindBody, KindMore, KindPreview, KindEmbed} {
+		for _, k := range []tme.Kind{tme.KindBody, tme.KindMore, tme.KindPreview, tme.KindEmbed} {
 			v, err := parseAs(k, b)
 			if err != nil {
 				continue
@@ -481,11 +484,11 @@ var datetimeAttr = regexp.MustCompile(`datetime="([^"]+)"`)
 func TestDateKeepsPageString(t *testing.T) {
 	n := 0
 	for _, f := range loadFixtures(t) {
-		if f.kind != KindBody && f.kind != KindEmbed {
+		if f.kind != tme.KindBody && f.kind != tme.KindEmbed {
 			continue
 		}
 		var posts []Post
-		if f.kind == KindBody {
+		if f.kind == tme.KindBody {
 			p, err := ParseBody(f.data)
 			if err != nil {
 				continue
@@ -526,13 +529,13 @@ func TestPlaceholderIsNoAvatar(t *testing.T) {
 		}
 		var avatar string
 		switch f.kind {
-		case KindBody:
+		case tme.KindBody:
 			p, err := ParseBody(f.data)
 			if err != nil || p.Channel == nil {
 				continue
 			}
 			avatar = p.Channel.Avatar
-		case KindPreview:
+		case tme.KindPreview:
 			p, err := ParsePreview(f.data)
 			if err != nil {
 				continue

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // The text block t.me nests inside copies of itself on media posts and albums.
@@ -154,7 +156,7 @@ func TestFixturesUnwrapped(t *testing.T) {
 			posts = []Post{*p}
 		}
 		raw := f.data
-		if f.kind == KindMore {
+		if f.kind == tme.KindMore {
 			raw = nil // JSON-escaped: the checks on raw markup use the HTML pages
 		}
 		for i := range posts {

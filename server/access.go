@@ -10,7 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tmefeed/tmefeed/access"
-	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Anonymous is what a request without a key may do while API keys are on
@@ -244,7 +244,7 @@ func (h *handler) outOfScope(r *http.Request, g access.Grant) string {
 		return "a widget key reads its channels through /embed, the /v1 routes naming a channel in their path, the feed documents and /media; this request needs an API key"
 	}
 	for _, n := range names {
-		ch, err := pages.NormalizeUsername(n)
+		ch, err := tme.NormalizeUsername(n)
 		if err != nil {
 			continue // the route answers it with its own 400
 		}

@@ -15,8 +15,8 @@ import (
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/httpcache/httpcachetest"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -185,7 +185,7 @@ func TestRESTRevalidation(t *testing.T) {
 // changingPages answers every route with the bytes it is given.
 type changingPages struct{ value atomic.Pointer[[]byte] }
 
-func (p *changingPages) RenderedRepFor(context.Context, string, origin.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
+func (p *changingPages) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
 	return cache.Entry{Value: *p.value.Load(), FetchedAt: time.Now()}, nil, nil
 }
 

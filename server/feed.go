@@ -14,6 +14,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed/feedquery"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/server/restjson"
 )
 
 // FeedService builds multi-channel feeds; *feed.Service is one. GraphQL's
@@ -55,13 +56,13 @@ type FeedPost struct {
 // without it the post's own MarshalJSON, promoted, would write the post
 // alone.
 func (f FeedPost) MarshalJSON() ([]byte, error) {
-	ch, err := json.Marshal(f.Channel)
-	if err != nil {
-		return nil, err
-	}
-	b := parser.AppendPostJSON(make([]byte, 0, 1024+len(ch)), f.Post)
+	b := restjson.AppendPost(make([]byte, 0, 1536), f.Post)
 	b = append(b[:len(b)-1], `,"channel":`...)
-	b = append(b, ch...)
+	if f.Channel == nil {
+		b = append(b, "null"...)
+	} else {
+		b = restjson.AppendChannel(b, f.Channel)
+	}
 	return append(b, '}'), nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // MediaService finds the current URL of a post's attachment;
@@ -24,12 +25,12 @@ const maxMediaIndex = 99
 // does not. The redirect may be kept downstream only while the page it was
 // read from is fresh, so that no cache holds a URL past its life.
 func (h *handler) media(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
+	ch, err := tme.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	id, err := pages.ParsePosition(pathParam(r, "id"))
+	id, err := tme.ParsePosition(pathParam(r, "id"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return

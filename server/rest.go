@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/server/restjson"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
-// The REST v1 response shapes, as telegram-me 1.x answers them. The parser
-// model's JSON already is telegram-me's (its keys, null for a missing
-// optional value); these types add the envelopes around it.
+// The REST v1 response shapes, as telegram-me 1.x answers them. restjson
+// writes the parser model as telegram-me does (its keys, null for a
+// missing optional value); these types add the envelopes around it.
 
 // MoreResponse is the answer of GET /v1/more/...: posts and cursors, no
 // channel header.
@@ -56,29 +58,35 @@ func MoreView(p *parser.Page) *MoreResponse {
 	return m
 }
 
-// renderKey is the cache key of an answer rendered for a route's key. It
-// names the JSON shape, so that an answer rendered in an earlier shape (by
-// an older instance sharing Valkey during a deploy, say) is never served as
-// this one; change it whenever the shape changes.
+// renderKey is the name an answer rendered for a route's key is kept
+// under: the REST shape's version (tme.ShapeREST), so that an answer
+// rendered in an earlier shape is never served as this one.
 func renderKey(key string) string {
 	// The keys of the newest page and of a preview, the most read, are
 	// constants: no string is built on their hits.
 	switch key {
 	case "body:0":
-		return "shape2:body:0"
+		return tme.ShapeREST + "body:0"
 	case "preview":
-		return "shape2:preview"
+		return tme.ShapeREST + "preview"
 	}
-	return "shape2:" + key
+	return tme.ShapeREST + key
 }
 
 // EncodeJSON encodes v as the API does: HTML left unescaped (the "html"
 // fields stay readable), a newline at the end, indented when indent is set.
+// The model's answers are written by restjson; any other value (errors,
+// lists of answers already written) by encoding/json.
 func EncodeJSON(v any, indent bool) ([]byte, error) {
-	if !indent {
-		if b, ok := appendAnswer(v); ok {
+	if b, ok := appendAnswer(v); ok {
+		if !indent {
 			return append(b, '\n'), nil
 		}
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, b, "", "  "); err != nil {
+			return nil, err
+		}
+		return append(buf.Bytes(), '\n'), nil
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -92,17 +100,16 @@ func EncodeJSON(v any, indent bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// appendAnswer writes the page, post, more and preview answers with the
-// parser's Append functions, which give encoding/json's bytes without its
-// reflection; ok is false for any other value. The cases are concrete
+// appendAnswer writes the page, post, more and preview answers with
+// restjson; ok is false for any other value. The cases are concrete
 // types, not an interface, so that a type embedding *parser.Post (a feed
 // post with its channel) is never written as a bare post.
 func appendAnswer(v any) (b []byte, ok bool) {
 	switch v := v.(type) {
 	case *parser.Page:
-		return parser.AppendPageJSON(make([]byte, 0, answerSize(len(v.Content.Posts))), v), true
+		return restjson.AppendPage(make([]byte, 0, answerSize(len(v.Content.Posts))), v), true
 	case *parser.Post:
-		return parser.AppendPostJSON(make([]byte, 0, answerSize(1)), v), true
+		return restjson.AppendPost(make([]byte, 0, answerSize(1)), v), true
 	case *MoreResponse:
 		b = make([]byte, 0, answerSize(len(v.Posts)))
 		b = append(b, `{"posts":`...)
@@ -114,19 +121,19 @@ func appendAnswer(v any) (b []byte, ok bool) {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = parser.AppendPostJSON(b, &v.Posts[i])
+				b = restjson.AppendPost(b, &v.Posts[i])
 			}
 			b = append(b, ']')
 		}
 		b = append(b, `,"meta":`...)
-		b = parser.AppendMetaJSON(b, v.Meta)
+		b = restjson.AppendMeta(b, v.Meta)
 		return append(b, '}'), true
 	case *PreviewResponse:
 		b = append(make([]byte, 0, 1024), `{"channel":`...)
 		if v.Channel == nil {
 			b = append(b, "null"...)
 		} else {
-			b = parser.AppendPreviewJSON(b, v.Channel)
+			b = restjson.AppendPreview(b, v.Channel)
 		}
 		return append(b, '}'), true
 	}

@@ -28,9 +28,8 @@ import (
 	"github.com/tmefeed/tmefeed/feedformat"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/metrics"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // PageService is what the REST handlers need from the page service;
@@ -40,7 +39,7 @@ type PageService interface {
 	// and its compressed form made per request. who names the client
 	// whose share of the origin budget a fetch is charged to, asked only
 	// on a miss.
-	RenderedRepFor(ctx context.Context, key string, r origin.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
+	RenderedRepFor(ctx context.Context, key string, r tme.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
 }
 
 // Widget is the embeddable feed; *widget.Handler is one.
@@ -400,7 +399,7 @@ func (h *handler) healthz(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/body/{channel}[?position=N]: the channel page, or the page around post N.
 func (h *handler) body(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
+	ch, err := tme.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -412,31 +411,31 @@ func (h *handler) body(w http.ResponseWriter, r *http.Request) {
 				h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeInvalidPosition, Message: "position must be given once"})
 				return
 			}
-			if pos, err = pages.ParsePosition(q.Get("position")); err != nil {
+			if pos, err = tme.ParsePosition(q.Get("position")); err != nil {
 				h.failErr(w, r, err)
 				return
 			}
 		}
 	}
-	req := origin.Request{Kind: parser.KindBody, Channel: ch, Position: pos}
-	h.serve(w, r, "body:"+strconv.Itoa(pos), req, func(res pages.Result) ([]byte, error) {
+	req := tme.Request{Kind: tme.KindBody, Channel: ch, Position: pos}
+	h.serve(w, r, req.Name(), req, func(res pages.Result) ([]byte, error) {
 		return EncodeJSON(BodyView(res.Page), false)
 	})
 }
 
 // GET /v1/post/{channel}/{id}: one post, read from the page around it.
 func (h *handler) post(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
+	ch, err := tme.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	id, err := pages.ParsePosition(pathParam(r, "id"))
+	id, err := tme.ParsePosition(pathParam(r, "id"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	req := origin.Request{Kind: parser.KindBody, Channel: ch, Position: id}
+	req := tme.Request{Kind: tme.KindBody, Channel: ch, Position: id}
 	h.serve(w, r, "post:"+strconv.Itoa(id), req, func(res pages.Result) ([]byte, error) {
 		p := findPost(res.Page, id)
 		if p == nil {
@@ -448,7 +447,7 @@ func (h *handler) post(w http.ResponseWriter, r *http.Request) {
 
 // GET /v1/more/{channel}/{before|after}/{position}: the posts before or after a post.
 func (h *handler) more(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
+	ch, err := tme.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -458,13 +457,13 @@ func (h *handler) more(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "direction must be before or after"})
 		return
 	}
-	pos, err := pages.ParsePosition(pathParam(r, "position"))
+	pos, err := tme.ParsePosition(pathParam(r, "position"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	req := origin.Request{Kind: parser.KindMore, Channel: ch, Position: pos, After: dir == "after"}
-	h.serve(w, r, "more:"+dir+":"+strconv.Itoa(pos), req, func(res pages.Result) ([]byte, error) {
+	req := tme.Request{Kind: tme.KindMore, Channel: ch, Position: pos, After: dir == "after"}
+	h.serve(w, r, req.Name(), req, func(res pages.Result) ([]byte, error) {
 		return EncodeJSON(MoreView(res.Page), false)
 	})
 }
@@ -474,7 +473,7 @@ func (h *handler) more(w http.ResponseWriter, r *http.Request) {
 // header and the matching posts of one search page, oldest first as on
 // every page; none when nothing matches.
 func (h *handler) search(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
+	ch, err := tme.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -489,24 +488,26 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	h.serve(w, r, "search:"+url.QueryEscape(q), pages.SearchRequest(ch, q, ""), func(res pages.Result) ([]byte, error) {
+	req := pages.SearchRequest(ch, q, "")
+	h.serve(w, r, req.Name(), req, func(res pages.Result) ([]byte, error) {
 		return EncodeJSON(BodyView(res.Page), false)
 	})
 }
 
 // GET /v1/preview/{channel}: the channel's preview card.
 func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
-	ch, err := pages.NormalizeUsername(pathParam(r, "channel"))
+	ch, err := tme.NormalizeUsername(pathParam(r, "channel"))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	h.serve(w, r, "preview", origin.Request{Kind: parser.KindPreview, Channel: ch}, renderPreview)
+	req := tme.Request{Kind: tme.KindPreview, Channel: ch}
+	h.serve(w, r, req.Name(), req, renderPreview)
 }
 
 func (h *handler) previewEntry(ctx context.Context, ch, client string, cacheOnly bool) (cache.Entry, error) {
-	req := origin.Request{Kind: parser.KindPreview, Channel: ch, Client: client, CacheOnly: cacheOnly}
-	e, _, err := h.pages.RenderedRepFor(ctx, renderKey("preview"), req, nil, renderPreview)
+	req := tme.Request{Kind: tme.KindPreview, Channel: ch, Client: client, CacheOnly: cacheOnly}
+	e, _, err := h.pages.RenderedRepFor(ctx, renderKey(req.Name()), req, nil, renderPreview)
 	return e, err
 }
 
@@ -515,7 +516,7 @@ func renderPreview(res pages.Result) ([]byte, error) {
 }
 
 // serve answers with the rendered bytes for req, from the cache when held.
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req origin.Request, render func(pages.Result) ([]byte, error)) {
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req tme.Request, render func(pages.Result) ([]byte, error)) {
 	info := requestInfo(r.Context())
 	req.CacheOnly = info != nil && info.cacheOnly
 	e, rep, err := h.pages.RenderedRepFor(r.Context(), renderKey(key), req, h.who(r, info), render)

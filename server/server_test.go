@@ -25,6 +25,7 @@ import (
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/tme"
 	"github.com/tmefeed/tmefeed/widget"
 )
 
@@ -123,7 +124,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		svc = pages.New(pages.Config{
 			Cache:    mem,
 			Origin:   client,
-			OnParse:  func(parser.Kind) { e.parses.Add(1) },
+			OnParse:  func(tme.Kind) { e.parses.Add(1) },
 			Refresh:  opts.refresh,
 			HotBytes: opts.hotBytes,
 			Now:      e.clock.Now,
@@ -713,7 +714,7 @@ func TestNoInputGives500(t *testing.T) {
 // panicking is a page service that panics, to exercise the last resort.
 type panicking struct{}
 
-func (panicking) RenderedRepFor(context.Context, string, origin.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
+func (panicking) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
 	panic("boom")
 }
 

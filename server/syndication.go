@@ -17,7 +17,7 @@ import (
 	"github.com/tmefeed/tmefeed/feed/feedquery"
 	"github.com/tmefeed/tmefeed/feedformat"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
-	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // DefaultFormatLimit is the number of posts a feed-reader document holds
@@ -257,7 +257,7 @@ func distinctChannels(names []string) channelSet {
 	var s channelSet
 	seen := make(map[string]bool, len(names))
 	for _, raw := range names {
-		name, err := pages.NormalizeUsername(raw)
+		name, err := tme.NormalizeUsername(raw)
 		if err != nil {
 			name = "!" + raw // counted as feed counts it: once per spelling
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/feed/feedquery"
-	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Themes a widget can be shown in; auto follows the viewer's system.
@@ -57,7 +57,7 @@ func parseView(raw string, maxChannels, maxLimit int) (view, error) {
 	v := view{req: q.Request, limit: q.Request.First, theme: defaultTheme}
 	v.req.Channels = nil
 	for _, raw := range q.Request.Channels {
-		ch, err := pages.NormalizeUsername(raw)
+		ch, err := tme.NormalizeUsername(raw)
 		if err != nil {
 			return v, fmt.Errorf("channels: %w", err)
 		}

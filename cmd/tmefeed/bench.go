@@ -24,10 +24,10 @@ import (
 	"github.com/tmefeed/tmefeed/internal/bench"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/memsize"
-	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 const benchUsage = `usage: tmefeed bench <what> [flags]   (loopback only; ratios against a baseline of the same run)
@@ -292,7 +292,7 @@ func auditStages(w io.Writer, st *benchStack, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	req := origin.Request{Kind: parser.KindBody, Channel: "tmefeed_news"}
+	req := tme.Request{Kind: tme.KindBody, Channel: "tmefeed_news"}
 	render := func(res pages.Result) ([]byte, error) { return server.EncodeJSON(server.BodyView(res.Page), false) }
 	if _, _, err := st.pages.RenderedRep(context.Background(), "shape2:body:0", req, render); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // maxParseInput bounds what parse reads; real pages are far smaller.
@@ -51,7 +52,7 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: larger than %d bytes", name, maxParseInput)
 	}
 
-	k := parser.Kind(*kind)
+	k := tme.Kind(*kind)
 	if k == "" {
 		if k = parser.Detect(b); k == "" {
 			return fmt.Errorf("%s: cannot tell what kind of t.me page this is; pass --kind", name)
@@ -70,29 +71,29 @@ func runParse(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 }
 
 // parseAs parses b as kind and returns the value the REST API would encode.
-func parseAs(kind parser.Kind, b []byte) (any, error) {
+func parseAs(kind tme.Kind, b []byte) (any, error) {
 	switch kind {
-	case parser.KindBody:
+	case tme.KindBody:
 		p, err := parser.ParseBody(b)
 		if err != nil {
 			return nil, err
 		}
 		return server.BodyView(p), nil
-	case parser.KindMore:
+	case tme.KindMore:
 		p, err := parser.ParseMore(b)
 		if err != nil {
 			return nil, err
 		}
 		return server.MoreView(p), nil
-	case parser.KindPreview:
+	case tme.KindPreview:
 		p, err := parser.ParsePreview(b)
 		if err != nil {
 			return nil, err
 		}
 		return &server.PreviewResponse{Channel: p}, nil
-	case parser.KindEmbed:
+	case tme.KindEmbed:
 		return parser.ParseEmbed(b)
-	case parser.KindSearch:
+	case tme.KindSearch:
 		p, err := parser.ParseSearch(b)
 		if err != nil {
 			return nil, err

@@ -10,14 +10,17 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tmefeed/tmefeed/internal/jsonstr"
 	"github.com/tmefeed/tmefeed/server"
 )
 
 // requestLogger writes the request lines the way slog's JSON or text
 // handler would write the same record (same keys, order and value
-// formats), appending straight into a pooled buffer: at info level every
-// request logs a line, and the generic handler's formatting was the
-// largest cost of a cached answer after the network.
+// formats; strings escaped by jsonstr, which spells \b and \f as
+// encoding/json does), appending straight into a pooled buffer: at info
+// level every request logs a line, and the generic handler's formatting
+// was the largest cost of a cached answer after the network
+// (BenchmarkRequestLine, against slog's handlers).
 type requestLogger struct {
 	out   io.Writer // one Write per line
 	json  bool
@@ -99,7 +102,7 @@ func (l *requestLogger) key(b []byte, k string) []byte {
 func (l *requestLogger) str(b []byte, k, v string) []byte {
 	b = l.key(b, k)
 	if l.json {
-		return appendJSONString(b, v)
+		return jsonstr.Append(b, v)
 	}
 	if needsQuoting(v) {
 		return strconv.AppendQuote(b, v)
@@ -136,58 +139,6 @@ func (l *requestLogger) appendTime(b []byte, t time.Time) []byte {
 		b = append(b, frac[:n]...)
 	}
 	return append(b, st.zone...)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string, escaped as slog's JSON
-// handler does (invalid UTF-8 becomes U+FFFD).
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // needsQuoting is the text handler's rule for quoting a string value.

@@ -32,6 +32,7 @@ import (
 	"github.com/tmefeed/tmefeed/origin"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/server"
+	"github.com/tmefeed/tmefeed/tme"
 	"github.com/tmefeed/tmefeed/widget"
 )
 
@@ -359,7 +360,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 			Burst:       cfg.OriginBurst,
 			ClientRPM:   cfg.ClientOriginRPM,
 			ClientLimit: clientLimit,
-			Observe: func(egress string, class origin.Class, outcome string, wait time.Duration) {
+			Observe: func(egress string, class tme.Class, outcome string, wait time.Duration) {
 				st.metrics.Origin.Budget(egress, class.String(), outcome, wait)
 			},
 		},

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Types an id can name.
@@ -112,14 +112,14 @@ func Parse(id string) (Ref, error) {
 			break
 		}
 		n, err := strconv.Atoi(num)
-		if !ok || err != nil || n < 1 || n > pages.MaxPosition {
+		if !ok || err != nil || n < 1 || n > tme.MaxPosition {
 			return bad("names no post")
 		}
 		r = Ref{Type: typ, Channel: ch, MessageID: n}
 	default:
 		return bad("names an unknown type")
 	}
-	if _, err := pages.ValidUsername(r.Channel); err != nil {
+	if _, err := tme.ValidUsername(r.Channel); err != nil {
 		return bad("names no channel")
 	}
 	if r.String() != id {

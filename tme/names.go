@@ -1,4 +1,4 @@
-package pages
+package tme
 
 import (
 	"errors"
@@ -7,15 +7,13 @@ import (
 	"strings"
 )
 
+// The errors of the checks of what clients give; every face answers them
+// as the client's mistake.
 var (
 	// ErrInvalidUsername: not a name Telegram allows for a public channel.
 	ErrInvalidUsername = errors.New("invalid username")
 	// ErrInvalidPosition: a post id or offset outside 1..MaxPosition.
 	ErrInvalidPosition = errors.New("invalid position")
-	// ErrBadRequest: a request the service cannot answer as asked.
-	ErrBadRequest = errors.New("bad request")
-	// ErrPostNotFound: the page around a post id does not hold that post.
-	ErrPostNotFound = errors.New("post not found")
 )
 
 // Username length bounds, as Telegram allows them for public names.

@@ -1,9 +1,15 @@
-// Package tme names the kinds of t.me page. It is the vocabulary the
-// origin (which fetches pages) and the parser (which reads them) share,
-// kept apart so that neither has to import the other.
+// Package tme says which t.me page is meant, in one place: the kinds of
+// page, the request for one (its path and method on t.me, the name and
+// cache key of its bytes, who it is for), the checks of a channel name,
+// a post id and a search query, and the names of answers rendered from
+// pages. The origin fetches what a Request describes, the page service
+// asks for pages by it, the parser reads each Kind, and the faces check
+// what clients give with it.
 package tme
 
-import "errors"
+import (
+	"errors"
+)
 
 // Kind is the kind of t.me page a byte slice holds.
 type Kind string

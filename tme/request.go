@@ -1,22 +1,25 @@
-package origin
+package tme
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
 	"github.com/tmefeed/tmefeed/internal/keys"
-	"github.com/tmefeed/tmefeed/internal/tme"
 )
 
-// Request names one t.me page.
+// ErrInvalidRequest: the Request cannot be turned into a t.me URL.
+var ErrInvalidRequest = errors.New("invalid page request")
+
+// Request names one t.me page, and who it is asked for.
 type Request struct {
-	Kind     tme.Kind // KindBody, KindMore, KindPreview or KindEmbed
-	Channel  string   // lower-cased, validated username
-	Position int      // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
-	After    bool     // more only: after=N instead of before=N
-	Query    string   // search only: the text searched for, validated by the caller
+	Kind     Kind   // KindBody, KindMore, KindPreview, KindEmbed or KindSearch
+	Channel  string // lower-cased, validated username
+	Position int    // body: post id to centre on (0 = newest page); more: the N of before=N/after=N; embed: post id
+	After    bool   // more only: after=N instead of before=N
+	Query    string // search only: the text searched for, validated by the caller
 	// CacheOnly asks the page service to answer from the cache alone
 	// (ANONYMOUS=cached): a page it does not hold fails with
 	// pages.ErrNotCached instead of being fetched. Not part of Key: the
@@ -24,7 +27,7 @@ type Request struct {
 	CacheOnly bool
 
 	// Class and Client say who the request is for, for the origin budget
-	// (Config.Budget): its priority, and the client (the key of
+	// (origin.Config.Budget): its priority, and the client (the key of
 	// RATE_LIMIT_RPM) whose share it is charged to; "" is nobody's. A
 	// load shared by several callers is charged to the one that started
 	// it. Neither is part of the page's identity (Key).
@@ -35,18 +38,18 @@ type Request struct {
 // Path is the request's path and query on t.me.
 func (r Request) Path() string {
 	switch r.Kind {
-	case tme.KindBody:
+	case KindBody:
 		if r.Position > 0 {
 			return "/s/" + r.Channel + "/" + strconv.Itoa(r.Position)
 		}
 		return "/s/" + r.Channel
-	case tme.KindMore:
+	case KindMore:
 		return "/s/" + r.Channel + "?" + r.direction() + "=" + strconv.Itoa(r.Position)
-	case tme.KindPreview:
+	case KindPreview:
 		return "/" + r.Channel
-	case tme.KindEmbed:
+	case KindEmbed:
 		return "/" + r.Channel + "/" + strconv.Itoa(r.Position) + "?embed=1"
-	case tme.KindSearch:
+	case KindSearch:
 		return "/s/" + r.Channel + "?q=" + url.QueryEscape(r.Query)
 	}
 	return ""
@@ -55,7 +58,7 @@ func (r Request) Path() string {
 // Shown is Path as errors show it: a search's text is the user's own and,
 // since errors end up in request logs, it is left out.
 func (r Request) Shown() string {
-	if r.Kind == tme.KindSearch {
+	if r.Kind == KindSearch {
 		return "/s/" + r.Channel + "?q=…"
 	}
 	return r.Path()
@@ -64,29 +67,40 @@ func (r Request) Shown() string {
 // Method is the HTTP method t.me expects: "more" chunks are POSTed, as
 // t.me's own page script loads them.
 func (r Request) Method() string {
-	if r.Kind == tme.KindMore {
+	if r.Kind == KindMore {
 		return http.MethodPost
 	}
 	return http.MethodGet
 }
 
-// Key is the cache key of the page's bytes (see package keys).
-func (r Request) Key() string {
+// Name names the page within its channel ("body:0", "more:before:42",
+// "preview", "embed:7", "search:<escaped query>"): the last part of its
+// cache key, and the part of an answer's name that says which page it is
+// rendered from (see Answer). The newest page's and the preview's names
+// are constants: a hit naming them builds no string.
+func (r Request) Name() string {
 	switch r.Kind {
-	case tme.KindBody:
-		return keys.Page(r.Channel, "body:"+strconv.Itoa(r.Position))
-	case tme.KindMore:
-		return keys.Page(r.Channel, "more:"+r.direction()+":"+strconv.Itoa(r.Position))
-	case tme.KindPreview:
-		return keys.Page(r.Channel, "preview")
-	case tme.KindEmbed:
-		return keys.Page(r.Channel, "embed:"+strconv.Itoa(r.Position))
-	case tme.KindSearch:
+	case KindBody:
+		if r.Position == 0 {
+			return "body:0"
+		}
+		return "body:" + strconv.Itoa(r.Position)
+	case KindMore:
+		return "more:" + r.direction() + ":" + strconv.Itoa(r.Position)
+	case KindPreview:
+		return "preview"
+	case KindEmbed:
+		return "embed:" + strconv.Itoa(r.Position)
+	case KindSearch:
 		// Escaped, so that no query can reach into another key's name.
-		return keys.Page(r.Channel, "search:"+url.QueryEscape(r.Query))
+		return "search:" + url.QueryEscape(r.Query)
 	}
-	return keys.Page(r.Channel, "unknown")
+	return "unknown"
 }
+
+// Key is the cache key of the page's bytes: its Name, in its channel's
+// hash tag (package keys lays the keys out).
+func (r Request) Key() string { return keys.Page(r.Channel, r.Name()) }
 
 func (r Request) direction() string {
 	if r.After {
@@ -116,15 +130,15 @@ func (r Request) Validate() error {
 		}
 	}
 	switch r.Kind {
-	case tme.KindBody, tme.KindPreview:
+	case KindBody, KindPreview:
 		if r.Position < 0 {
 			return fmt.Errorf("%w: position %d", ErrInvalidRequest, r.Position)
 		}
-	case tme.KindMore, tme.KindEmbed:
+	case KindMore, KindEmbed:
 		if r.Position <= 0 {
 			return fmt.Errorf("%w: position %d", ErrInvalidRequest, r.Position)
 		}
-	case tme.KindSearch:
+	case KindSearch:
 		if r.Query == "" || len(r.Query) > maxQueryLen || r.Position != 0 {
 			return fmt.Errorf("%w: search query of %d bytes", ErrInvalidRequest, len(r.Query))
 		}
