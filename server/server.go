@@ -475,7 +475,11 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) previewEntry(ctx context.Context, ch, client string, cacheOnly bool) (cache.Entry, error) {
 	req := origin.Request{Kind: parser.KindPreview, Channel: ch, Client: client, CacheOnly: cacheOnly}
-	e, _, err := h.pages.RenderedRepFor(ctx, renderKey("preview"), req, nil, renderPreview)
+	var who pages.ClientNamer // the request's record, which hears of a render
+	if info := requestInfo(ctx); info != nil {
+		who = info
+	}
+	e, _, err := h.pages.RenderedRepFor(ctx, renderKey("preview"), req, who, renderPreview)
 	return e, err
 }
 
