@@ -108,9 +108,9 @@ func (o GetOptions) stored(e Entry, prev Previous) {
 	}
 }
 
-// ErrNotYet is what a Loader refreshing a copy (Previous.Refreshing) returns when
-// what it derives from is not fresh yet either — a rendered response whose
-// page is being refreshed in the background. The tier keeps serving its
+// ErrNotYet is what a Loader refreshing a copy (Previous.Refreshing)
+// returns when what it derives from is not fresh yet either — a rendered
+// response whose page is being refreshed in the background. The tier keeps serving its
 // copy, stale, and counts no failure; a later Get past the refresh point
 // tries again.
 var ErrNotYet = errors.New("cache: not refreshed yet")
@@ -133,8 +133,9 @@ type Cache interface {
 	// modified.
 	//
 	// opt says how a copy past or near its refresh point is served and who
-	// hears of a stored load (see GetOptions); ctx carries cancellation and
-	// tracing only.
+	// hears of a stored load (see GetOptions). The tier reads nothing from
+	// ctx but its end; a load keeps the values of the ctx of the Get that
+	// started it (a trace, say), for the loader's own use.
 	Get(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error)
 	// Close releases the tier's resources.
 	Close() error
