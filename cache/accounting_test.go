@@ -41,9 +41,10 @@ func fill(t testing.TB, m *Memory, prefix string, n, reads int, value func(i int
 		raw += len(v)
 		key := fmt.Sprintf("tme:v1:page:{%s%06d}:body:0", prefix, i)
 		for range reads {
-			_, err := m.Get(context.Background(), key, func(context.Context) (Entry, error) {
+			_, err := m.Get(context.Background(), key, func(context.Context, Previous) (Entry, error) {
 				return Entry{Value: v}, nil
-			})
+			}, GetOptions{})
+
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,11 +179,11 @@ func BenchmarkGetHit(b *testing.B) {
 	keys := make([]string, len(pages))
 	for i, p := range pages {
 		keys[i] = fmt.Sprintf("tme:v1:page:{chan%03d}:body:0", i)
-		if _, err := m.Get(ctx, keys[i], func(context.Context) (Entry, error) { return Entry{Value: p.body}, nil }); err != nil {
+		if _, err := m.Get(ctx, keys[i], func(context.Context, Previous) (Entry, error) { return Entry{Value: p.body}, nil }, GetOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	noLoad := func(context.Context) (Entry, error) {
+	noLoad := func(context.Context, Previous) (Entry, error) {
 		b.Fatal("hit called the loader")
 		return Entry{}, nil
 	}
@@ -200,7 +201,7 @@ func BenchmarkGetHit(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(pages[i].body)))
 			for b.Loop() {
-				if _, err := m.Get(ctx, keys[i], noLoad); err != nil {
+				if _, err := m.Get(ctx, keys[i], noLoad, GetOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -15,21 +15,102 @@ type Entry struct {
 	// RefreshAt is the copy's refresh point: fresh before it, stale from
 	// it. A tier sets it as it stores a load: one refresh window after
 	// FetchedAt, or, for a copy refreshed ahead of its predecessor's
-	// refresh point (RefreshAhead), one window after that point, so that
+	// refresh point (GetOptions.RefreshAhead), one window after that point, so that
 	// early refreshes keep a fixed cadence of one load per window.
 	RefreshAt time.Time
 	Stale     bool // past its refresh point: served while a refresh runs, or after one failed
 }
 
-// Loader produces the value for a key on a miss. A zero FetchedAt means
-// now; a zero RefreshAt lets the tier set it (see Entry.RefreshAt). A
-// value derived from another entry (a response rendered from a page)
-// carries that entry's FetchedAt and RefreshAt, so both go stale together.
-type Loader func(ctx context.Context) (Entry, error)
+// Loader produces the value for a key on a miss, or the refresh of a
+// copy past (or, under GetOptions.RefreshAhead, near) its refresh point;
+// prev is the copy the load replaces. A zero FetchedAt means now; a zero
+// RefreshAt lets the tier set it (see Entry.RefreshAt). A value derived
+// from another entry (a response rendered from a page) carries that
+// entry's FetchedAt and RefreshAt, so both go stale together.
+type Loader func(ctx context.Context, prev Previous) (Entry, error)
 
-// ErrNotYet is what a Loader refreshing a copy (Refreshing) returns when
-// what it derives from is not fresh yet either — a rendered response whose
-// page is being refreshed in the background. The tier keeps serving its
+// Previous is the copy a load is about to replace, as the tier holds it
+// (encoded, decoded on demand): a refresh of a key held within its hard
+// TTL. It is empty for a cold load.
+type Previous struct {
+	b     []byte
+	codec *Codec
+}
+
+// Refreshing reports whether the load refreshes a copy the tier holds
+// (and would serve, stale, if the load returned ErrNotYet) rather than
+// loading a key with no usable copy.
+func (p Previous) Refreshing() bool { return p.b != nil }
+
+// Entry returns the copy; false for a cold load. Loaders that report
+// what changed compare against it.
+func (p Previous) Entry() (Entry, bool) {
+	if p.b == nil {
+		return Entry{}, false
+	}
+	e, err := p.codec.Decode(p.b)
+	return e, err == nil
+}
+
+// GetOptions says how a Get serves a copy past or near its refresh point,
+// and who hears of what its load stores. The zero value is read-through
+// with stale-while-revalidate. The options of the Get that starts a load
+// go with that load; a Get that joins a running load shares its outcome.
+type GetOptions struct {
+	// Revalidate: a copy past its refresh point waits for its refresh,
+	// and is the answer only if the refresh fails or cannot run now
+	// (a failure is remembered, another process holds the lease), instead
+	// of being the answer at once. It is for loaders that build on other
+	// entries (a rendered response on its page): a refresh of theirs runs
+	// in the background already, and what they build should be fresh.
+	Revalidate bool
+
+	// RefreshAhead: a copy within Lead of its refresh point is due, and
+	// the Get waits for its refresh (through the lease, like any refresh:
+	// with several processes one of them loads, and the others get the
+	// copy they hold). A background updater uses it to refresh popular
+	// keys before users would find them stale.
+	//
+	// The copy it loads is fresh until one refresh window after the
+	// replaced copy's refresh point, not after its own fetch: a key
+	// refreshed ahead every time is then loaded exactly once per window,
+	// and its content is at most window + lead old when it goes stale
+	// (stale-while-revalidate would serve it at least that old). A copy
+	// that is not due is returned as is; so is the copy when the refresh
+	// cannot run now. A Lead of the refresh point or more is taken as
+	// just under it.
+	RefreshAhead bool
+	Lead         time.Duration
+
+	// Stored, when set, is called after the tier stored the value of a
+	// load this Get started (where other readers of the tier find it; in
+	// Valkey, written), with the copy it replaced; not when nothing was
+	// stored (the load failed, returned ErrNotYet, or the write failed).
+	// It runs in the process that loaded, on the load's goroutine, before
+	// the callers waiting for the load get the value: it must return at
+	// once.
+	Stored func(e Entry, prev Previous)
+}
+
+// dueLead is how long before its refresh point a copy is refreshed
+// (0 unless RefreshAhead), and whether it is refreshed ahead at all.
+func (o GetOptions) dueLead(refresh time.Duration) (lead time.Duration, early bool) {
+	if o.RefreshAhead && refresh > 0 {
+		return min(max(o.Lead, 0), refresh-1), true
+	}
+	return 0, false
+}
+
+// stored tells Stored, if set, that e replaced prev.
+func (o GetOptions) stored(e Entry, prev Previous) {
+	if o.Stored != nil {
+		o.Stored(e, prev)
+	}
+}
+
+// ErrNotYet is what a Loader refreshing a copy (Previous.Refreshing)
+// returns when what it derives from is not fresh yet either — a rendered
+// response whose page is being refreshed in the background. The tier keeps serving its
 // copy, stale, and counts no failure; a later Get past the refresh point
 // tries again.
 var ErrNotYet = errors.New("cache: not refreshed yet")
@@ -50,7 +131,12 @@ type Cache interface {
 	// bound of its own); each caller returns when its own ctx is done. The
 	// returned Value may be shared with other callers and must not be
 	// modified.
-	Get(ctx context.Context, key string, load Loader) (Entry, error)
+	//
+	// opt says how a copy past or near its refresh point is served and who
+	// hears of a stored load (see GetOptions). The tier reads nothing from
+	// ctx but its end; a load keeps the values of the ctx of the Get that
+	// started it (a trace, say), for the loader's own use.
+	Get(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error)
 	// Close releases the tier's resources.
 	Close() error
 }
@@ -70,56 +156,6 @@ type Failures interface {
 // DefaultNegativeTTL is how long a failed load is remembered when a tier's
 // NegativeTTL is 0 and Failures is set.
 const DefaultNegativeTTL = 5 * time.Second
-
-type revalidateKey struct{}
-
-// refreshKey marks a loader's ctx with whether it refreshes a copy the
-// tier holds (true) or loads a key with no usable copy (false).
-type refreshKey struct{}
-
-// Revalidate marks ctx so that a Get under it that finds a copy past its
-// refresh point waits for the refresh, and gets the copy only if the
-// refresh fails or cannot run now, instead of getting it at once. It is for
-// loaders that build on other entries (a rendered response on its page):
-// a refresh of theirs runs in the background already, and what it builds
-// should be fresh. When the loader's ctx is a cold load, which a caller
-// waits for, Revalidate returns ctx unmarked: the stale copy beats a wait
-// on a failing origin.
-func Revalidate(ctx context.Context) context.Context {
-	if refresh, ok := ctx.Value(refreshKey{}).(bool); ok && !refresh {
-		return ctx
-	}
-	return context.WithValue(ctx, revalidateKey{}, true)
-}
-
-type earlyKey struct{}
-
-// RefreshAhead marks ctx so that a Get under it treats a copy within lead
-// of its refresh point as due, and waits for its refresh (through the
-// lease, like any refresh: with several processes one of them loads, and
-// the others get the copy they hold). A background updater uses it to
-// refresh popular keys before users would find them stale.
-//
-// The copy it loads is fresh until one refresh window after the replaced
-// copy's refresh point, not after its own fetch: a key refreshed ahead
-// every time is then loaded exactly once per window, and its content is at
-// most window + lead old when it goes stale (stale-while-revalidate would
-// serve it at least that old). A copy that is not due is returned as is;
-// so is the copy when the refresh cannot run now (a failure is remembered,
-// or another process holds the lease). A lead of the refresh point or
-// more is taken as just under it.
-func RefreshAhead(ctx context.Context, lead time.Duration) context.Context {
-	return context.WithValue(ctx, earlyKey{}, lead)
-}
-
-// dueLead is how long before its refresh point a copy is refreshed under
-// ctx (0 unless RefreshAhead marked it).
-func dueLead(ctx context.Context, refresh time.Duration) (lead time.Duration, early bool) {
-	if l, ok := ctx.Value(earlyKey{}).(time.Duration); ok && refresh > 0 {
-		return min(max(l, 0), refresh-1), true
-	}
-	return 0, false
-}
 
 // refreshPoint is the refresh point of the entry encoded in b, in Unix
 // nanoseconds: the one stored, or one refresh window after FetchedAt for
@@ -159,63 +195,4 @@ func settle(e *Entry, prev []byte, start time.Time, refresh time.Duration) {
 			e.RefreshAt = next
 		}
 	}
-}
-
-type previousKey struct{}
-
-// previous is the copy a load replaces, encoded, with the codec to read it.
-type previous struct {
-	b     []byte
-	codec *Codec
-}
-
-// withPrevious hands a loader the copy its load replaces.
-func withPrevious(ctx context.Context, codec *Codec, b []byte) context.Context {
-	if b == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, previousKey{}, previous{b, codec})
-}
-
-// Previous returns, inside a Loader, the copy the load is about to replace
-// (a refresh of a key the tier holds within its hard TTL); false for a
-// cold load. Loaders that report what changed compare against it.
-func Previous(ctx context.Context) (Entry, bool) {
-	p, ok := ctx.Value(previousKey{}).(previous)
-	if !ok {
-		return Entry{}, false
-	}
-	e, err := p.codec.Decode(p.b)
-	return e, err == nil
-}
-
-// loading marks a loader's ctx as a refresh of a held copy or a cold load.
-func loading(ctx context.Context, refresh bool) context.Context {
-	return context.WithValue(ctx, refreshKey{}, refresh)
-}
-
-// Refreshing reports, inside a Loader, whether the load refreshes a copy
-// the tier holds (and would serve, stale, if the load returned ErrNotYet)
-// rather than loading a key with no usable copy.
-func Refreshing(ctx context.Context) bool {
-	refresh, _ := ctx.Value(refreshKey{}).(bool)
-	return refresh
-}
-
-// loaderContext is the ctx a Loader gets: how the Get that started the
-// load wanted its own key served (Revalidate, RefreshAhead) says nothing
-// about the Gets the loader makes.
-func loaderContext(ctx context.Context) context.Context {
-	if ctx.Value(revalidateKey{}) != nil {
-		ctx = context.WithValue(ctx, revalidateKey{}, false)
-	}
-	if ctx.Value(earlyKey{}) != nil {
-		ctx = context.WithValue(ctx, earlyKey{}, nil)
-	}
-	return ctx
-}
-
-func revalidating(ctx context.Context) bool {
-	v, _ := ctx.Value(revalidateKey{}).(bool)
-	return v
 }

@@ -230,7 +230,7 @@ func weigh(key string, enc []byte) uint32 {
 
 // Get implements Cache. Callers must not modify the returned Value: callers
 // that shared a load share its bytes.
-func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error) {
+func (m *Memory) Get(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error) {
 	if m.closed.Load() {
 		return Entry{}, ErrClosed
 	}
@@ -240,7 +240,7 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 			b, ok = m.admit(key)
 		}
 		if ok {
-			lead, early := dueLead(ctx, m.refresh)
+			lead, early := opt.dueLead(m.refresh)
 			now, until := m.now().UnixNano(), refreshPoint(b, m.refresh)
 			switch age := m.age(b); {
 			case now < until-int64(lead):
@@ -250,7 +250,7 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 				}
 				// Unreachable unless memory is corrupted; reload rather than fail.
 				m.store.Invalidate(key)
-			case age < m.hardTTL && (revalidating(ctx) || early) && m.failedRecently(key) == nil:
+			case age < m.hardTTL && (opt.Revalidate || early) && m.failedRecently(key) == nil:
 				// Wait for the refresh below; fill falls back on this copy.
 			case now < until:
 				// Due early, but a refresh failed moments ago: the copy
@@ -263,7 +263,7 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 			case age < m.hardTTL:
 				if e, err := m.decode(b); err == nil {
 					m.stale.Add(1)
-					m.refreshInBackground(ctx, key, load)
+					m.refreshInBackground(ctx, key, load, opt)
 					e.Stale = true
 					return e, nil
 				}
@@ -280,7 +280,7 @@ func (m *Memory) Get(ctx context.Context, key string, load Loader) (Entry, error
 		return Entry{}, fmt.Errorf("cache: get %q: %w", key, err)
 	}
 	return m.inFlight.Do(ctx, key, func(ctx context.Context) (Entry, error) {
-		return m.fill(ctx, key, load)
+		return m.fill(ctx, key, load, opt)
 	})
 }
 
@@ -298,7 +298,7 @@ func (m *Memory) admit(key string) ([]byte, bool) {
 
 // refreshInBackground reloads a stale key unless a reload of it is running
 // or failed moments ago; nobody waits for it.
-func (m *Memory) refreshInBackground(ctx context.Context, key string, load Loader) {
+func (m *Memory) refreshInBackground(ctx context.Context, key string, load Loader, opt GetOptions) {
 	if m.failedRecently(key) != nil {
 		return // back off: the stale copy is served until the failure is forgotten
 	}
@@ -308,7 +308,7 @@ func (m *Memory) refreshInBackground(ctx context.Context, key string, load Loade
 	started := m.spawn(func() {
 		defer m.refreshing.Delete(key)
 		// Through inFlight, so a cold Get of the key joins this refresh.
-		_, _ = m.inFlight.Wait(ctx, key, func(ctx context.Context) (Entry, error) { return m.fill(ctx, key, load) })
+		_, _ = m.inFlight.Wait(ctx, key, func(ctx context.Context) (Entry, error) { return m.fill(ctx, key, load, opt) })
 	})
 	if !started {
 		m.refreshing.Delete(key)
@@ -349,7 +349,7 @@ func (m *Memory) remember(key string, err error) {
 }
 
 // fill runs once per key at a time (see inFlight), detached from its callers.
-func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, error) {
+func (m *Memory) fill(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error) {
 	var prev []byte
 	start := m.now()
 	held := false // the main store holds key: its load goes there too
@@ -360,7 +360,7 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 			b, ok = m.trial.peek(key)
 		}
 		if ok {
-			lead, _ := dueLead(ctx, m.refresh)
+			lead, _ := opt.dueLead(m.refresh)
 			switch {
 			case start.UnixNano() < refreshPoint(b, m.refresh)-int64(lead):
 				// Stored by a load that finished between this caller's
@@ -377,11 +377,11 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 	// The load serves everyone who joined, and its result is worth storing
 	// even if they all gave up. The timeout keeps an unwatched load from
 	// running forever; Close ends it too.
-	lctx, cancel := context.WithTimeout(withPrevious(loading(ctx, prev != nil), m.codec, prev), m.loadTimeout)
+	lctx, cancel := context.WithTimeout(ctx, m.loadTimeout)
 	defer cancel()
 	defer context.AfterFunc(m.base, cancel)()
 	m.loads.Add(1)
-	e, err := callLoader(lctx, key, load)
+	e, err := callLoader(lctx, key, load, Previous{prev, m.codec})
 	if err != nil {
 		if !errors.Is(err, ErrNotYet) {
 			m.loadErrors.Add(1)
@@ -412,6 +412,7 @@ func (m *Memory) fill(ctx context.Context, key string, load Loader) (Entry, erro
 			} else {
 				m.trial.add(key, b)
 			}
+			opt.stored(e, Previous{prev, m.codec})
 		}
 	}
 	if m.failed != nil {
@@ -428,13 +429,13 @@ func (m *Memory) decode(b []byte) (Entry, error) {
 
 // callLoader turns a panic in load into an error: the load runs on a
 // goroutine of its own, where a panic would end the process.
-func callLoader(ctx context.Context, key string, load Loader) (e Entry, err error) {
+func callLoader(ctx context.Context, key string, load Loader, prev Previous) (e Entry, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("cache: loader for %q panicked: %v", key, r)
 		}
 	}()
-	return load(loaderContext(ctx))
+	return load(ctx, prev)
 }
 
 // age is how long ago the origin served the entry encoded in b.

@@ -34,7 +34,7 @@ type loader struct {
 	fail  func(n int64) error
 }
 
-func (l *loader) load(context.Context) (Entry, error) {
+func (l *loader) load(context.Context, Previous) (Entry, error) {
 	n := l.calls.Add(1)
 	if l.fail != nil {
 		if err := l.fail(n); err != nil {
@@ -48,7 +48,7 @@ func version(n int64) []byte { return fmt.Appendf(nil, "<html>page v%d</html>", 
 
 func get(t *testing.T, m *Memory, key string, load Loader) Entry {
 	t.Helper()
-	e, err := m.Get(context.Background(), key, load)
+	e, err := m.Get(context.Background(), key, load, GetOptions{})
 	if err != nil {
 		t.Fatalf("Get(%q): %v", key, err)
 	}
@@ -60,7 +60,7 @@ func TestGetCoalescesConcurrentMisses(t *testing.T) {
 		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second})
 		var calls atomic.Int64
 		release := make(chan struct{})
-		load := func(context.Context) (Entry, error) {
+		load := func(context.Context, Previous) (Entry, error) {
 			calls.Add(1)
 			<-release
 			return Entry{Value: []byte("<html>page</html>")}, nil
@@ -71,7 +71,9 @@ func TestGetCoalescesConcurrentMisses(t *testing.T) {
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {
-			wg.Go(func() { entries[i], errs[i] = m.Get(context.Background(), "tme:v1:page:{durov}:body:0", load) })
+			wg.Go(func() {
+				entries[i], errs[i] = m.Get(context.Background(), "tme:v1:page:{durov}:body:0", load, GetOptions{})
+			})
 		}
 		synctest.Wait() // all 100 callers are blocked: one in the loader, the rest waiting for it
 		if got := calls.Load(); got != 1 {
@@ -160,7 +162,7 @@ func TestStaleRequestsDoNotWaitForHungRefresh(t *testing.T) {
 		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
 		var calls atomic.Int64
 		started := make(chan struct{}, 1)
-		load := func(ctx context.Context) (Entry, error) {
+		load := func(ctx context.Context, _ Previous) (Entry, error) {
 			if calls.Add(1) == 1 {
 				return Entry{Value: []byte("v1")}, nil
 			}
@@ -192,7 +194,7 @@ func TestGetAgeCountsFromLoaderFetchedAt(t *testing.T) {
 		clock := newFakeClock()
 		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
 		var calls atomic.Int64
-		load := func(context.Context) (Entry, error) {
+		load := func(context.Context, Previous) (Entry, error) {
 			calls.Add(1)
 			// e.g. a copy another tier fetched 7 s ago
 			return Entry{Value: []byte("v"), FetchedAt: clock.Now().Add(-7 * time.Second)}, nil
@@ -232,7 +234,7 @@ func TestGetServesStaleCopyWhenReloadFails(t *testing.T) {
 		fetched := get(t, m, "k", l.load).FetchedAt
 		clock.Advance(30 * time.Second)
 		for range 2 {
-			e, err := m.Get(context.Background(), "k", l.load)
+			e, err := m.Get(context.Background(), "k", l.load, GetOptions{})
 			if err != nil {
 				t.Fatalf("with a copy held: err = %v, want the stale copy", err)
 			}
@@ -288,12 +290,12 @@ func TestFailedLoadIsRememberedBriefly(t *testing.T) {
 		}
 		return nil
 	}}
-	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errUpstream) {
+	if _, err := m.Get(context.Background(), "k", l.load, GetOptions{}); !errors.Is(err, errUpstream) {
 		t.Fatalf("err = %v, want the loader's", err)
 	}
 	var re *rememberedError
 	for range 10 {
-		_, err := m.Get(context.Background(), "k", l.load)
+		_, err := m.Get(context.Background(), "k", l.load, GetOptions{})
 		if !errors.As(err, &re) || !errors.Is(err, errUpstream) || !re.until.Equal(clock.Now().Add(5*time.Second)) {
 			t.Fatalf("within the negative TTL: err = %v, want the remembered failure until +5s", err)
 		}
@@ -301,7 +303,7 @@ func TestFailedLoadIsRememberedBriefly(t *testing.T) {
 	if got := l.calls.Load(); got != 1 {
 		t.Errorf("loader called %d times within the negative TTL, want 1", got)
 	}
-	if _, err := m.Get(context.Background(), "other", l.load); err != nil {
+	if _, err := m.Get(context.Background(), "other", l.load, GetOptions{}); err != nil {
 		t.Errorf("another key: %v; failures are per key", err)
 	}
 	clock.Advance(5 * time.Second)
@@ -318,7 +320,7 @@ func TestOnlyFailuresAreRemembered(t *testing.T) {
 	errGone := errors.New("not found")
 	l := &loader{value: version, fail: func(int64) error { return errGone }}
 	for range 3 {
-		if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errGone) {
+		if _, err := m.Get(context.Background(), "k", l.load, GetOptions{}); !errors.Is(err, errGone) {
 			t.Fatalf("err = %v", err)
 		}
 	}
@@ -363,14 +365,14 @@ func TestGetWithoutCopyReturnsLoaderError(t *testing.T) {
 	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second})
 	l := &loader{value: version, fail: func(int64) error { return errUpstream }}
 
-	e, err := m.Get(context.Background(), "k", l.load)
+	e, err := m.Get(context.Background(), "k", l.load, GetOptions{})
 	if !errors.Is(err, errUpstream) {
 		t.Fatalf("err = %v, want one wrapping errUpstream", err)
 	}
 	if e.Value != nil || e.Stale {
 		t.Errorf("entry %+v returned with the error", e)
 	}
-	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errUpstream) || l.calls.Load() != 2 {
+	if _, err := m.Get(context.Background(), "k", l.load, GetOptions{}); !errors.Is(err, errUpstream) || l.calls.Load() != 2 {
 		t.Errorf("second Get: err = %v after %d loads; errors must not be cached", err, l.calls.Load())
 	}
 }
@@ -386,11 +388,11 @@ func TestGetPastHardTTLDoesNotServeStale(t *testing.T) {
 	}}
 	get(t, m, "k", l.load)
 	clock.Advance(time.Minute - time.Nanosecond)
-	if e, err := m.Get(context.Background(), "k", l.load); err != nil || !e.Stale {
+	if e, err := m.Get(context.Background(), "k", l.load, GetOptions{}); err != nil || !e.Stale {
 		t.Fatalf("just before the hard TTL: {stale=%v} %v, want the stale copy", e.Stale, err)
 	}
 	clock.Advance(time.Nanosecond)
-	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, errUpstream) {
+	if _, err := m.Get(context.Background(), "k", l.load, GetOptions{}); !errors.Is(err, errUpstream) {
 		t.Errorf("at the hard TTL: err = %v, want the loader's error", err)
 	}
 }
@@ -413,7 +415,7 @@ func TestOffModeCoalesces(t *testing.T) {
 		m := newTestMemory(t, MemoryConfig{Refresh: 0})
 		var calls atomic.Int64
 		release := make(chan struct{})
-		load := func(context.Context) (Entry, error) {
+		load := func(context.Context, Previous) (Entry, error) {
 			calls.Add(1)
 			<-release
 			return Entry{Value: []byte("v")}, nil
@@ -421,7 +423,7 @@ func TestOffModeCoalesces(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 50 {
 			wg.Go(func() {
-				if _, err := m.Get(context.Background(), "k", load); err != nil {
+				if _, err := m.Get(context.Background(), "k", load, GetOptions{}); err != nil {
 					t.Error(err)
 				}
 			})
@@ -443,7 +445,7 @@ func TestCallerLeavingDoesNotCancelSharedLoad(t *testing.T) {
 		var calls atomic.Int64
 		release := make(chan struct{})
 		var loadErr error
-		load := func(ctx context.Context) (Entry, error) {
+		load := func(ctx context.Context, _ Previous) (Entry, error) {
 			calls.Add(1)
 			<-release
 			loadErr = ctx.Err()
@@ -456,7 +458,7 @@ func TestCallerLeavingDoesNotCancelSharedLoad(t *testing.T) {
 		call := func(ctx context.Context) <-chan result {
 			ch := make(chan result, 1)
 			go func() {
-				e, err := m.Get(ctx, "k", load)
+				e, err := m.Get(ctx, "k", load, GetOptions{})
 				ch <- result{e, err}
 			}()
 			return ch
@@ -517,7 +519,7 @@ func TestAbandonedLoadIsStored(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() {
-			_, err := m.Get(ctx, "k", l.load)
+			_, err := m.Get(ctx, "k", l.load, GetOptions{})
 			done <- err
 		}()
 		synctest.Wait()
@@ -538,10 +540,11 @@ func TestLoadTimeoutEndsHungLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, LoadTimeout: 5 * time.Second})
 		start := time.Now()
-		_, err := m.Get(context.Background(), "k", func(ctx context.Context) (Entry, error) {
-			<-ctx.Done() // an origin that never answers
+		_, err := m.Get(context.Background(), "k", func(ctx context.Context, _ Previous) (Entry, error) {
+			<-ctx.Done()
 			return Entry{}, ctx.Err()
-		})
+		}, GetOptions{})
+
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %v, want context.DeadlineExceeded", err)
 		}
@@ -558,10 +561,10 @@ func TestGetWithDoneContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 
-	if e, err := m.Get(ctx, "cached", l.load); err != nil || string(e.Value) != "<html>page v1</html>" {
+	if e, err := m.Get(ctx, "cached", l.load, GetOptions{}); err != nil || string(e.Value) != "<html>page v1</html>" {
 		t.Errorf("hit with a done context: %q, %v; want the cached copy", e.Value, err)
 	}
-	if _, err := m.Get(ctx, "cold", l.load); !errors.Is(err, context.Canceled) {
+	if _, err := m.Get(ctx, "cold", l.load, GetOptions{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("miss with a done context: err = %v, want context.Canceled", err)
 	}
 	if got := l.calls.Load(); got != 1 {
@@ -571,7 +574,7 @@ func TestGetWithDoneContext(t *testing.T) {
 
 func TestLoaderPanicBecomesError(t *testing.T) {
 	m := newTestMemory(t, MemoryConfig{Refresh: time.Minute})
-	_, err := m.Get(context.Background(), "k", func(context.Context) (Entry, error) { panic("parser bug") })
+	_, err := m.Get(context.Background(), "k", func(context.Context, Previous) (Entry, error) { panic("parser bug") }, GetOptions{})
 	if err == nil || !strings.Contains(err.Error(), "parser bug") {
 		t.Fatalf("err = %v, want an error carrying the panic", err)
 	}
@@ -583,9 +586,9 @@ func TestLoaderPanicBecomesError(t *testing.T) {
 
 func TestKeysAreIndependent(t *testing.T) {
 	m := newTestMemory(t, MemoryConfig{Refresh: time.Minute})
-	a := get(t, m, "a", func(context.Context) (Entry, error) { return Entry{Value: []byte("A")}, nil })
-	b := get(t, m, "b", func(context.Context) (Entry, error) { return Entry{Value: []byte("B")}, nil })
-	a2 := get(t, m, "a", func(context.Context) (Entry, error) { return Entry{}, errUpstream })
+	a := get(t, m, "a", func(context.Context, Previous) (Entry, error) { return Entry{Value: []byte("A")}, nil })
+	b := get(t, m, "b", func(context.Context, Previous) (Entry, error) { return Entry{Value: []byte("B")}, nil })
+	a2 := get(t, m, "a", func(context.Context, Previous) (Entry, error) { return Entry{}, errUpstream })
 	if string(a.Value) != "A" || string(b.Value) != "B" || string(a2.Value) != "A" {
 		t.Errorf("got a=%q b=%q a again=%q", a.Value, b.Value, a2.Value)
 	}
@@ -598,7 +601,7 @@ func TestGetAfterClose(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Get(context.Background(), "k", l.load); !errors.Is(err, ErrClosed) {
+	if _, err := m.Get(context.Background(), "k", l.load, GetOptions{}); !errors.Is(err, ErrClosed) {
 		t.Errorf("err = %v, want ErrClosed", err)
 	}
 	if err := m.Close(); err != nil {
@@ -665,19 +668,19 @@ func TestRevalidateWaitsForRefresh(t *testing.T) {
 		}
 		return nil
 	}}
-	ctx := Revalidate(context.Background())
+	ctx, reval := context.Background(), GetOptions{Revalidate: true}
 	get(t, m, "k", l.load)
 	clock.Advance(time.Minute)
-	if e, err := m.Get(ctx, "k", l.load); err != nil || string(e.Value) != "<html>page v2</html>" || e.Stale {
+	if e, err := m.Get(ctx, "k", l.load, reval); err != nil || string(e.Value) != "<html>page v2</html>" || e.Stale {
 		t.Fatalf("revalidating a stale copy: {%q stale=%v} %v, want the refreshed v2", e.Value, e.Stale, err)
 	}
 	clock.Advance(time.Minute)
 	failing.Store(true)
-	if e, err := m.Get(ctx, "k", l.load); err != nil || string(e.Value) != "<html>page v2</html>" || !e.Stale {
+	if e, err := m.Get(ctx, "k", l.load, reval); err != nil || string(e.Value) != "<html>page v2</html>" || !e.Stale {
 		t.Fatalf("revalidation failing: {%q stale=%v} %v, want the stale v2", e.Value, e.Stale, err)
 	}
 	// The failure is remembered: the copy is the answer, with no load.
-	if e, err := m.Get(ctx, "k", l.load); err != nil || !e.Stale || l.calls.Load() != 3 {
+	if e, err := m.Get(ctx, "k", l.load, reval); err != nil || !e.Stale || l.calls.Load() != 3 {
 		t.Fatalf("after a failed revalidation: {stale=%v} %v after %d loads, want the stale copy after 3", e.Stale, err, l.calls.Load())
 	}
 }
@@ -698,7 +701,7 @@ func TestFailedSlowRefreshDoesNotServePastHardTTL(t *testing.T) {
 	get(t, m, "k", l.load)
 	clock.Advance(50 * time.Second)
 	slow.Store(true)
-	e, err := m.Get(Revalidate(context.Background()), "k", l.load)
+	e, err := m.Get(context.Background(), "k", l.load, GetOptions{Revalidate: true})
 	if err == nil {
 		t.Fatalf("got a copy fetched %v ago, past its hard TTL of 1m; want the refresh's error", clock.Now().Sub(e.FetchedAt))
 	}
@@ -709,10 +712,10 @@ func TestFailedSlowRefreshDoesNotServePastHardTTL(t *testing.T) {
 func TestRememberedFailuresCountAgainstMaxBytes(t *testing.T) {
 	const maxBytes = 1 << 20
 	m := newTestMemory(t, MemoryConfig{MaxBytes: maxBytes, Refresh: 10 * time.Second, Failures: testFailures{}, NegativeTTL: time.Minute})
-	fail := func(context.Context) (Entry, error) { return Entry{}, errUpstream }
+	fail := func(context.Context, Previous) (Entry, error) { return Entry{}, errUpstream }
 	const keys = 20_000 // ~4.5 MB of failures if nothing bounded them
 	for i := range keys {
-		if _, err := m.Get(context.Background(), fmt.Sprintf("page:flood_%06d", i), fail); !errors.Is(err, errUpstream) {
+		if _, err := m.Get(context.Background(), fmt.Sprintf("page:flood_%06d", i), fail, GetOptions{}); !errors.Is(err, errUpstream) {
 			t.Fatalf("key %d: %v", i, err)
 		}
 	}
@@ -738,9 +741,9 @@ func TestMemoryRefreshAheadKeepsCadence(t *testing.T) {
 	m := newTestMemory(t, MemoryConfig{Refresh: window, Now: clock.Now})
 	var loads int
 	var prevSeen []string
-	load := func(ctx context.Context) (Entry, error) {
+	load := func(_ context.Context, prev Previous) (Entry, error) {
 		loads++
-		if p, ok := Previous(ctx); ok {
+		if p, ok := prev.Entry(); ok {
 			prevSeen = append(prevSeen, string(p.Value))
 		} else {
 			prevSeen = append(prevSeen, "")
@@ -748,17 +751,17 @@ func TestMemoryRefreshAheadKeepsCadence(t *testing.T) {
 		return Entry{Value: []byte(fmt.Sprint("v", loads))}, nil
 	}
 	ctx := context.Background()
-	ahead := RefreshAhead(ctx, lead)
+	ahead := GetOptions{RefreshAhead: true, Lead: lead}
 	t0 := clock.Now()
-	if _, err := m.Get(ctx, "k", load); err != nil {
+	if _, err := m.Get(ctx, "k", load, GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(5 * time.Second)
-	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v1" || loads != 1 {
+	if e, _ := m.Get(ctx, "k", load, ahead); string(e.Value) != "v1" || loads != 1 {
 		t.Errorf("5s into a 10s window, 4s lead: %q after %d loads, want v1 without a load", e.Value, loads)
 	}
 	clock.Advance(2 * time.Second) // 7s: within the lead
-	e, err := m.Get(ahead, "k", load)
+	e, err := m.Get(ctx, "k", load, ahead)
 	if err != nil || string(e.Value) != "v2" || e.Stale || loads != 2 {
 		t.Fatalf("7s: %q stale %v after %d loads (%v), want v2 fresh", e.Value, e.Stale, loads, err)
 	}
@@ -771,17 +774,17 @@ func TestMemoryRefreshAheadKeepsCadence(t *testing.T) {
 	// The updater keeps its cadence: due at 16s, refreshed then, the next
 	// copy fresh until 30s.
 	clock.Advance(9*time.Second - time.Millisecond) // 15.999s: not due yet
-	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v2" || loads != 2 {
+	if e, _ := m.Get(ctx, "k", load, ahead); string(e.Value) != "v2" || loads != 2 {
 		t.Errorf("15.999s: %q after %d loads, want v2 without a load", e.Value, loads)
 	}
 	clock.Advance(time.Second) // 16.999s
-	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v3" || !e.RefreshAt.Equal(t0.Add(3*window)) || loads != 3 {
+	if e, _ := m.Get(ctx, "k", load, ahead); string(e.Value) != "v3" || !e.RefreshAt.Equal(t0.Add(3*window)) || loads != 3 {
 		t.Errorf("16.999s: %q fresh until %v after %d loads, want v3 until 30s", e.Value, e.RefreshAt.Sub(t0), loads)
 	}
 	// Plain reads up to the new refresh point are fresh hits, although
 	// the content is older than a window by then.
 	clock.Advance(13 * time.Second) // 29.999s
-	if e, _ := m.Get(ctx, "k", load); string(e.Value) != "v3" || e.Stale || loads != 3 {
+	if e, _ := m.Get(ctx, "k", load, GetOptions{}); string(e.Value) != "v3" || e.Stale || loads != 3 {
 		t.Errorf("plain Get at 29.999s: %q stale %v after %d loads, want v3 fresh without a load", e.Value, e.Stale, loads)
 	}
 	// Three loads in 30 s and never a stale read: one per window.
@@ -792,7 +795,7 @@ func TestMemoryRefreshAheadKeepsCadence(t *testing.T) {
 	// stale-while-revalidate) starts its window at its own fetch.
 	clock.Advance(time.Second) // 30.999s
 	now := clock.Now()
-	if e, _ := m.Get(ahead, "k", load); string(e.Value) != "v4" || !e.RefreshAt.Equal(now.Add(window)) {
+	if e, _ := m.Get(ctx, "k", load, ahead); string(e.Value) != "v4" || !e.RefreshAt.Equal(now.Add(window)) {
 		t.Errorf("a late refresh: %q fresh until %v, want v4 until %v", e.Value, e.RefreshAt.Sub(t0), now.Add(window).Sub(t0))
 	}
 }
@@ -804,24 +807,24 @@ func TestMemoryNotYetKeepsCopy(t *testing.T) {
 	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now, Failures: testFailures{}})
 	ready := false
 	var refreshing []bool
-	load := func(ctx context.Context) (Entry, error) {
-		refreshing = append(refreshing, Refreshing(ctx))
-		if Refreshing(ctx) && !ready {
+	load := func(_ context.Context, prev Previous) (Entry, error) {
+		refreshing = append(refreshing, prev.Refreshing())
+		if prev.Refreshing() && !ready {
 			return Entry{}, ErrNotYet
 		}
 		return Entry{Value: []byte(fmt.Sprint("v", len(refreshing)))}, nil
 	}
-	ctx := Revalidate(context.Background())
-	if _, err := m.Get(ctx, "k", load); err != nil {
+	ctx, reval := context.Background(), GetOptions{Revalidate: true}
+	if _, err := m.Get(ctx, "k", load, reval); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(11 * time.Second)
-	e, err := m.Get(ctx, "k", load)
+	e, err := m.Get(ctx, "k", load, reval)
 	if err != nil || string(e.Value) != "v1" || !e.Stale {
 		t.Errorf("not yet: %q stale %v (%v), want the stale v1", e.Value, e.Stale, err)
 	}
 	ready = true
-	if e, err := m.Get(ctx, "k", load); err != nil || string(e.Value) != "v3" || e.Stale {
+	if e, err := m.Get(ctx, "k", load, reval); err != nil || string(e.Value) != "v3" || e.Stale {
 		t.Errorf("ready: %q stale %v (%v), want v3 fresh at once", e.Value, e.Stale, err)
 	}
 	if fmt.Sprint(refreshing) != "[false true true]" {
@@ -850,10 +853,11 @@ func TestOneOffsDoNotEvictRepeatedReads(t *testing.T) {
 	loads := map[string]int{}
 	get := func(key string) {
 		t.Helper()
-		_, err := m.Get(context.Background(), key, func(context.Context) (Entry, error) {
+		_, err := m.Get(context.Background(), key, func(context.Context, Previous) (Entry, error) {
 			loads[key]++
 			return Entry{Value: value()}, nil
-		})
+		}, GetOptions{})
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -892,5 +896,58 @@ func TestOneOffsDoNotEvictRepeatedReads(t *testing.T) {
 	}
 	if s := m.Stats(); s.Bytes > maxBytes {
 		t.Errorf("accounted %d B, over the %d B bound", s.Bytes, maxBytes)
+	}
+}
+
+// GetOptions.Stored hears of a load once the tier holds its value: a Get
+// made from inside it finds the new copy without loading, and it is
+// handed the copy the value replaced. A load that stores nothing (failed,
+// or ErrNotYet) is not told.
+func TestMemoryStoredAfterStore(t *testing.T) {
+	clock := newFakeClock()
+	m := newTestMemory(t, MemoryConfig{Refresh: 10 * time.Second, Now: clock.Now})
+	type told struct{ value, prev, seen string }
+	heard := make(chan told, 4)
+	var opt GetOptions
+	opt.Stored = func(e Entry, prev Previous) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		noLoad := func(context.Context, Previous) (Entry, error) { return Entry{}, errors.New("loaded again") }
+		got, err := m.Get(ctx, "k", noLoad, GetOptions{})
+		p, _ := prev.Entry()
+		heard <- told{value: string(e.Value), prev: string(p.Value), seen: fmt.Sprintf("%s %v", got.Value, err)}
+	}
+	var fail atomic.Pointer[error]
+	l := &loader{value: version, fail: func(int64) error {
+		if err := fail.Load(); err != nil {
+			return *err
+		}
+		return nil
+	}}
+	if _, err := m.Get(context.Background(), "k", l.load, opt); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-heard; h != (told{"<html>page v1</html>", "", "<html>page v1</html> <nil>"}) {
+		t.Errorf("cold load: told %+v, want v1 over nothing, readable as v1", h)
+	}
+	// Stale: served at once, refreshed in the background, told once stored.
+	clock.Advance(11 * time.Second)
+	if e, err := m.Get(context.Background(), "k", l.load, opt); err != nil || !e.Stale {
+		t.Fatalf("stale read: %+v, %v", e, err)
+	}
+	if h := <-heard; h != (told{"<html>page v2</html>", "<html>page v1</html>", "<html>page v2</html> <nil>"}) {
+		t.Errorf("background refresh: told %+v, want v2 over v1, readable as v2", h)
+	}
+	for _, err := range []error{errUpstream, ErrNotYet} {
+		clock.Advance(11 * time.Second)
+		fail.Store(&err)
+		if e, err := m.Get(context.Background(), "k", l.load, GetOptions{Revalidate: true, Stored: opt.Stored}); err != nil || !e.Stale {
+			t.Fatalf("failed revalidation: %+v, %v; want the stale copy", e, err)
+		}
+		select {
+		case h := <-heard:
+			t.Errorf("a load returning %v was told stored: %+v", err, h)
+		default:
+		}
 	}
 }

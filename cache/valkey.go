@@ -368,19 +368,19 @@ func (v *Valkey) reconnect() {
 }
 
 // Get implements Cache.
-func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error) {
+func (v *Valkey) Get(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error) {
 	if v.closed.Load() {
 		return Entry{}, ErrClosed
 	}
 	if v.cfg.Refresh <= 0 {
-		return v.local(ctx, key, load)
+		return v.local(ctx, key, load, opt)
 	}
 	b, tier, err := v.read(ctx, key, true)
 	if err != nil {
-		return v.local(ctx, key, load)
+		return v.local(ctx, key, load, opt)
 	}
 	if b != nil {
-		lead, early := dueLead(ctx, v.cfg.Refresh)
+		lead, early := opt.dueLead(v.cfg.Refresh)
 		now, until := v.now().UnixNano(), refreshPoint(b, v.cfg.Refresh)
 		switch age := v.age(b); {
 		case now < until-int64(lead):
@@ -390,12 +390,12 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 			}
 		case age < v.cfg.HardTTL:
 			if e, err := v.decode(b); err == nil {
-				if revalidating(ctx) || early {
-					if fresh, err := v.revalidate(ctx, key, load); err == nil {
+				if opt.Revalidate || early {
+					if fresh, err := v.revalidate(ctx, key, load, opt); err == nil {
 						return fresh, nil
 					}
 				} else {
-					v.refreshInBackground(ctx, key, load)
+					v.refreshInBackground(ctx, key, load, opt)
 				}
 				v.hit(tier)
 				e.Stale = now >= until
@@ -417,7 +417,7 @@ func (v *Valkey) Get(ctx context.Context, key string, load Loader) (Entry, error
 	return v.coldLoads.Do(ctx, key, func(ctx context.Context) (Entry, error) {
 		lctx, cancel := v.loadContext(ctx)
 		defer cancel()
-		return v.coldLoad(loading(lctx, false), key, load)
+		return v.coldLoad(lctx, key, load, opt)
 	})
 }
 
@@ -431,7 +431,7 @@ func (v *Valkey) loadContext(ctx context.Context) (context.Context, context.Canc
 
 // coldLoad fetches a key no process holds: with the lease, from the origin;
 // without it, by waiting for the holder's write.
-func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, error) {
+func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error) {
 	if err := v.failedRecently(ctx, key, true); err != nil {
 		return Entry{}, err
 	}
@@ -447,7 +447,7 @@ func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, 
 		switch {
 		case err != nil:
 			v.waiters.remove(key, wake)
-			e, err = v.local(ctx, key, load)
+			e, err = v.local(ctx, key, load, opt)
 			return e, true, err
 		case ok:
 			v.waiters.remove(key, wake)
@@ -470,11 +470,11 @@ func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, 
 		won, err := v.acquire(ctx, lease, token)
 		if err != nil {
 			v.waiters.remove(key, wake)
-			return v.local(ctx, key, load)
+			return v.local(ctx, key, load, opt)
 		}
 		if won {
 			v.waiters.remove(key, wake)
-			return v.loadAsHolder(ctx, key, lease, token, load)
+			return v.loadAsHolder(ctx, key, lease, token, load, opt)
 		}
 		if !lost {
 			lost = true
@@ -487,7 +487,7 @@ func (v *Valkey) coldLoad(ctx context.Context, key string, load Loader) (Entry, 
 		if time.Now().After(waitUntil) {
 			v.waiters.remove(key, wake)
 			v.log.Warn("valkey lease holder did not deliver; loading here", "key", key)
-			return v.loadHere(ctx, key, load)
+			return v.loadHere(ctx, key, load, opt)
 		}
 		timer := time.NewTimer(poll)
 		select {
@@ -535,10 +535,10 @@ func (v *Valkey) decode(b []byte) (Entry, error) {
 // loadAsHolder runs load while holding the lease, writes the result and
 // releases the lease. A failed load writes nothing: waiters in other
 // processes then find the lease free and one of them loads next.
-func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, load Loader) (Entry, error) {
+func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, load Loader, opt GetOptions) (Entry, error) {
 	defer v.release(ctx, lease, token)
 	// Another process may have written between our read and our lease.
-	lead, _ := dueLead(ctx, v.cfg.Refresh)
+	lead, _ := opt.dueLead(v.cfg.Refresh)
 	start := v.now()
 	b, _, err := v.read(ctx, key, false)
 	if err == nil && b != nil && start.UnixNano() < refreshPoint(b, v.cfg.Refresh)-int64(lead) {
@@ -548,10 +548,7 @@ func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, loa
 	}
 	var prev []byte
 	if err == nil && b != nil && v.age(b) < v.cfg.HardTTL {
-		prev = b
-		ctx = withPrevious(ctx, v.codec, b)
-	} else {
-		ctx = loading(ctx, false) // nothing to keep serving
+		prev = b // otherwise nothing to keep serving
 	}
 	// Or failed to: the previous holder's failure stands for everyone.
 	if err := v.failedRecently(ctx, key, false); err != nil {
@@ -573,18 +570,22 @@ func (v *Valkey) loadAsHolder(ctx context.Context, key, lease, token string, loa
 		v.remember(ctx, key, err)
 		return Entry{}, err
 	}
-	v.write(ctx, key, e)
+	if v.write(ctx, key, e) {
+		opt.stored(e, Previous{prev, v.codec})
+	}
 	return e, nil
 }
 
 // loadHere loads without a lease and shares the result through Valkey.
-func (v *Valkey) loadHere(ctx context.Context, key string, load Loader) (Entry, error) {
+func (v *Valkey) loadHere(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error) {
 	e, err := v.callLoad(ctx, key, load, nil, v.now())
 	if err != nil {
 		v.remember(ctx, key, err)
 		return Entry{}, err
 	}
-	v.write(ctx, key, e)
+	if v.write(ctx, key, e) {
+		opt.stored(e, Previous{})
+	}
 	return e, nil
 }
 
@@ -651,7 +652,7 @@ func (v *Valkey) remember(ctx context.Context, key string, err error) {
 // callLoad runs load, replacing prev (nil: none) found due at start, and
 // sets the loaded entry's FetchedAt and refresh point.
 func (v *Valkey) callLoad(ctx context.Context, key string, load Loader, prev []byte, start time.Time) (Entry, error) {
-	e, err := callLoader(ctx, key, load)
+	e, err := callLoader(ctx, key, load, Previous{prev, v.codec})
 	if f := v.cfg.Hooks.Load; f != nil && !errors.Is(err, ErrNotYet) {
 		f(err)
 	}
@@ -669,7 +670,7 @@ func (v *Valkey) callLoad(ctx context.Context, key string, load Loader, prev []b
 
 // refreshInBackground starts one refresh of a stale key in this process, if
 // none is running; across processes the lease lets one of them fetch.
-func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loader) {
+func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loader, opt GetOptions) {
 	if _, running := v.refreshing.LoadOrStore(key, struct{}{}); running {
 		return
 	}
@@ -697,7 +698,7 @@ func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loade
 			}
 			return
 		}
-		if _, err := v.loadAsHolder(loading(lctx, true), key, lease, token, load); err != nil {
+		if _, err := v.loadAsHolder(lctx, key, lease, token, load, opt); err != nil {
 			v.log.Debug("background refresh failed; stale copy kept", "key", key, "err", err)
 		}
 	})
@@ -711,8 +712,9 @@ func (v *Valkey) refreshInBackground(ctx context.Context, key string, load Loade
 var errLeaseHeld = errors.New("cache: lease held elsewhere")
 
 // revalidate refreshes a stale key while the caller waits, if no process is
-// refreshing it and no refresh failed moments ago; see Revalidate.
-func (v *Valkey) revalidate(ctx context.Context, key string, load Loader) (Entry, error) {
+// refreshing it and no refresh failed moments ago; see
+// GetOptions.Revalidate.
+func (v *Valkey) revalidate(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error) {
 	r, err, _ := v.revalidations.Do(key, func() (any, error) {
 		if err := v.failedRecently(ctx, key, true); err != nil {
 			return Entry{}, err
@@ -725,7 +727,7 @@ func (v *Valkey) revalidate(ctx context.Context, key string, load Loader) (Entry
 		if !won {
 			return Entry{}, errLeaseHeld
 		}
-		return v.loadAsHolder(loading(ctx, true), key, lease, token, load)
+		return v.loadAsHolder(ctx, key, lease, token, load, opt)
 	})
 	return r.(Entry), err
 }
@@ -743,16 +745,16 @@ func (v *Valkey) spawn(fn func()) bool {
 
 // local serves from the embedded tier while Valkey is unavailable (or when
 // nothing is to be stored); it coalesces and loads within this process.
-func (v *Valkey) local(ctx context.Context, key string, load Loader) (Entry, error) {
+func (v *Valkey) local(ctx context.Context, key string, load Loader, opt GetOptions) (Entry, error) {
 	var called atomic.Bool
-	e, err := v.fallback.Get(ctx, key, func(ctx context.Context) (Entry, error) {
+	e, err := v.fallback.Get(ctx, key, func(ctx context.Context, prev Previous) (Entry, error) {
 		called.Store(true)
-		e, err := load(ctx)
+		e, err := load(ctx, prev)
 		if f := v.cfg.Hooks.Load; f != nil {
 			f(err)
 		}
 		return e, err
-	})
+	}, opt)
 	// Approximate: callers coalesced onto another's load count as hits.
 	switch {
 	case v.cfg.Refresh <= 0:
@@ -801,16 +803,17 @@ func (v *Valkey) read(ctx context.Context, key string, cached bool) ([]byte, Tie
 	return b, tier, err
 }
 
-// write stores e in Valkey until its hard TTL. Failures only cost sharing.
-func (v *Valkey) write(ctx context.Context, key string, e Entry) {
+// write stores e in Valkey until its hard TTL, and reports whether it
+// did. Failures only cost sharing.
+func (v *Valkey) write(ctx context.Context, key string, e Entry) bool {
 	ttl := v.cfg.HardTTL - v.now().Sub(e.FetchedAt)
 	if ttl < time.Millisecond {
-		return
+		return false
 	}
 	b, err := v.codec.Encode(e)
 	if err != nil {
 		v.log.Warn("valkey: entry not encodable; served unshared", "key", key, "err", err)
-		return
+		return false
 	}
 	err = v.do(ctx, func(ctx context.Context, c valkey.Client) error {
 		set := c.B().Set().Key(key).Value(valkey.BinaryString(b)).PxMilliseconds(ttl.Milliseconds()).Build()
@@ -827,7 +830,12 @@ func (v *Valkey) write(ctx context.Context, key string, e Entry) {
 	})
 	if err != nil {
 		v.log.Debug("valkey: write failed", "key", key, "err", err)
+		return false
 	}
+	// This process reads its own write from now on (GetOptions.Stored
+	// relies on it), not a copy L1 holds until the invalidation arrives.
+	v.l1.forget(key)
+	return true
 }
 
 // acquire tries to take the lease for a key.

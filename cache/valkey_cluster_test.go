@@ -121,7 +121,7 @@ func TestValkeyClusterOneLoadPerKey(t *testing.T) {
 		for _, v := range instances {
 			for range 4 {
 				wg.Go(func() {
-					e, err := v.Get(ctx, k, loaders[k].load)
+					e, err := v.Get(ctx, k, loaders[k].load, GetOptions{})
 					if err == nil && string(e.Value) != "value of "+k {
 						err = fmt.Errorf("%s = %q", k, e.Value)
 					}
@@ -194,7 +194,7 @@ func TestValkeyClusterLeaseExtended(t *testing.T) {
 	l.gate = make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Get(ctx, key, l.load)
+		_, err := a.Get(ctx, key, l.load, GetOptions{})
 		done <- err
 	}()
 	var token string
@@ -208,7 +208,7 @@ func TestValkeyClusterLeaseExtended(t *testing.T) {
 	}
 	got := make(chan error, 1)
 	go func() {
-		e, err := b.Get(ctx, key, newVKLoader("b loaded it").load)
+		e, err := b.Get(ctx, key, newVKLoader("b loaded it").load, GetOptions{})
 		if err == nil && string(e.Value) != "slow page" {
 			err = fmt.Errorf("b got %q, want a's value", e.Value)
 		}
@@ -239,7 +239,7 @@ func TestFaultValkeyClusterNodeLost(t *testing.T) {
 	ctx := testCtx(t)
 	warm, _ := clusterKeys(t, c, "warm", 9)
 	for _, k := range warm {
-		if _, err := a.Get(ctx, k, newVKLoader("value of "+k).load); err != nil {
+		if _, err := a.Get(ctx, k, newVKLoader("value of "+k).load, GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -271,7 +271,7 @@ func TestFaultValkeyClusterNodeLost(t *testing.T) {
 				for range concurrent {
 					total++
 					wg.Go(func() {
-						e, err := v.Get(ctx, k, loaders[k].load)
+						e, err := v.Get(ctx, k, loaders[k].load, GetOptions{})
 						if err == nil && string(e.Value) != "value of "+k {
 							err = fmt.Errorf("%s = %q", k, e.Value)
 						}
@@ -313,8 +313,8 @@ func TestFaultValkeyClusterNodeLost(t *testing.T) {
 		n++
 		k := keys.Page(fmt.Sprintf("back%d", n), "body:0")
 		la, lb := newVKLoader("back"), newVKLoader("back")
-		_, errA := a.Get(ctx, k, la.load)
-		_, errB := b.Get(ctx, k, lb.load)
+		_, errA := a.Get(ctx, k, la.load, GetOptions{})
+		_, errB := b.Get(ctx, k, lb.load, GetOptions{})
 		if errA != nil || errB != nil {
 			t.Errorf("Get while recovering: %v, %v", errA, errB)
 		}
@@ -331,7 +331,7 @@ func TestValkeySeedsNotACluster(t *testing.T) {
 	v, _ := newTestValkeyAt(t, s1.Addr+","+s2.Addr, func(cfg *ValkeyConfig) {
 		cfg.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
 	})
-	e, err := v.Get(testCtx(t), keys.Page("plain", "body:0"), newVKLoader("served").load)
+	e, err := v.Get(testCtx(t), keys.Page("plain", "body:0"), newVKLoader("served").load, GetOptions{})
 	if err != nil || string(e.Value) != "served" {
 		t.Fatalf("Get = %q, %v; want the loaded value", e.Value, err)
 	}

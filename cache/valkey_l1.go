@@ -30,6 +30,7 @@ type l1Budget struct {
 	expected int64 // connections per node the client is configured for
 	bytes    atomic.Int64
 	stores   atomic.Int64
+	open     sync.Map // *l1Store → struct{}: the stores of live connections, for forget
 }
 
 func newL1Budget(maxBytes int64, conns int) *l1Budget {
@@ -44,7 +45,21 @@ func (b *l1Budget) perStore() int64 {
 // newStore is a valkey.NewCacheStoreFn.
 func (b *l1Budget) newStore(valkey.CacheStoreOption) valkey.CacheStore {
 	b.stores.Add(1)
-	return &l1Store{budget: b, keys: make(map[string]map[string]*l1Entry)}
+	s := &l1Store{budget: b, keys: make(map[string]map[string]*l1Entry)}
+	b.open.Store(s, struct{}{})
+	return s
+}
+
+// forget drops key's ready replies from every connection's store: this
+// process wrote the key, and the server's invalidation of the copies it
+// read before may arrive after the write's reply, on another connection.
+// A read still in flight keeps its place; the server invalidates what it
+// returns if it was read before the write.
+func (b *l1Budget) forget(key string) {
+	b.open.Range(func(s, _ any) bool {
+		s.(*l1Store).drop(key)
+		return true
+	})
 }
 
 // l1Entry is one cached reply, or a reply in flight (pending) that
@@ -183,6 +198,17 @@ func (s *l1Store) Delete(keys []valkey.ValkeyMessage) {
 	}
 }
 
+// drop removes key's ready replies.
+func (s *l1Store) drop(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.keys[key] {
+		if !e.pending {
+			s.removeLocked(e)
+		}
+	}
+}
+
 // Close implements valkey.CacheStore: the connection is gone, and with it
 // the server's promise to invalidate.
 func (s *l1Store) Close(err error) {
@@ -203,6 +229,7 @@ func (s *l1Store) Close(err error) {
 	}
 	s.budget.bytes.Add(-s.size)
 	s.budget.stores.Add(-1)
+	s.budget.open.Delete(s)
 	s.keys, s.size = nil, 0
 	s.lru.Init()
 	s.mu.Unlock()

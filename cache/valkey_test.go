@@ -155,7 +155,7 @@ func newVKLoader(value string) *vkLoader {
 	return l
 }
 
-func (l *vkLoader) load(ctx context.Context) (Entry, error) {
+func (l *vkLoader) load(ctx context.Context, _ Previous) (Entry, error) {
 	l.calls.Add(1)
 	if l.gate != nil {
 		select {
@@ -219,10 +219,10 @@ func TestValkeySharedAcrossClients(t *testing.T) {
 	const key = "tme:v1:page:{durov}:body:0"
 
 	la, lb := newVKLoader("v1"), newVKLoader("from-b")
-	if e, err := a.Get(ctx, key, la.load); err != nil || string(e.Value) != "v1" {
+	if e, err := a.Get(ctx, key, la.load, GetOptions{}); err != nil || string(e.Value) != "v1" {
 		t.Fatalf("a.Get = %q, %v", e.Value, err)
 	}
-	if e, err := b.Get(ctx, key, lb.load); err != nil || string(e.Value) != "v1" || e.Stale {
+	if e, err := b.Get(ctx, key, lb.load, GetOptions{}); err != nil || string(e.Value) != "v1" || e.Stale {
 		t.Fatalf("b.Get = %q (stale %v), %v; want v1 written by a", e.Value, e.Stale, err)
 	}
 	if evB.hit(TierL2) != 1 {
@@ -235,7 +235,7 @@ func TestValkeySharedAcrossClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 100 {
-		if e, err := b.Get(ctx, key, lb.load); err != nil || string(e.Value) != "v1" {
+		if e, err := b.Get(ctx, key, lb.load, GetOptions{}); err != nil || string(e.Value) != "v1" {
 			t.Fatalf("b.Get = %q, %v", e.Value, err)
 		}
 	}
@@ -255,7 +255,7 @@ func TestValkeySharedAcrossClients(t *testing.T) {
 	// hour-long local TTL.
 	clk.Advance(11 * time.Second)
 	la.value.Store("v2")
-	if e, err := a.Get(ctx, key, la.load); err != nil || string(e.Value) != "v1" || !e.Stale {
+	if e, err := a.Get(ctx, key, la.load, GetOptions{}); err != nil || string(e.Value) != "v1" || !e.Stale {
 		t.Fatalf("a.Get after refresh point = %q (stale %v), %v; want stale v1", e.Value, e.Stale, err)
 	}
 	eventually(t, "a's refresh to reach the server", func() bool {
@@ -263,7 +263,7 @@ func TestValkeySharedAcrossClients(t *testing.T) {
 		return ok && string(e.Value) == "v2"
 	})
 	eventually(t, "b to see v2", func() bool {
-		e, err := b.Get(ctx, key, lb.load)
+		e, err := b.Get(ctx, key, lb.load, GetOptions{})
 		return err == nil && string(e.Value) == "v2"
 	})
 	b.Close() // waits for any background work b started
@@ -293,7 +293,7 @@ func TestValkeyColdKeyOneLoadAcrossClients(t *testing.T) {
 	// find the key cold.
 	var arrived atomic.Int64
 	loads := &atomic.Int64{}
-	load := func(ctx context.Context) (Entry, error) {
+	load := func(ctx context.Context, _ Previous) (Entry, error) {
 		loads.Add(1)
 		for arrived.Load() < clients*perClient {
 			select {
@@ -312,7 +312,7 @@ func TestValkeyColdKeyOneLoadAcrossClients(t *testing.T) {
 		for range perClient {
 			wg.Go(func() {
 				arrived.Add(1)
-				e, err := v.Get(ctx, key, load)
+				e, err := v.Get(ctx, key, load, GetOptions{})
 				if err == nil && string(e.Value) != "page" {
 					err = fmt.Errorf("value %q", e.Value)
 				}
@@ -369,7 +369,7 @@ func TestValkeyStaleOneRefreshAcrossClients(t *testing.T) {
 	for _, v := range instances {
 		for range perClient {
 			wg.Go(func() {
-				e, err := v.Get(ctx, key, l.load)
+				e, err := v.Get(ctx, key, l.load, GetOptions{})
 				if err == nil && (string(e.Value) != "old" || !e.Stale) {
 					err = fmt.Errorf("got %q stale=%v, want the stale copy", e.Value, e.Stale)
 				}
@@ -404,7 +404,7 @@ func TestFaultValkeyKilledAndRestarted(t *testing.T) {
 	})
 	ctx := testCtx(t)
 	warm := newVKLoader("warm")
-	if _, err := v.Get(ctx, "tme:v1:page:{warm}:body:0", warm.load); err != nil {
+	if _, err := v.Get(ctx, "tme:v1:page:{warm}:body:0", warm.load, GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -421,7 +421,7 @@ func TestFaultValkeyKilledAndRestarted(t *testing.T) {
 			key := fmt.Sprintf("tme:v1:page:{ch%d}:body:0", i)
 			for range concurrent {
 				wg.Go(func() {
-					e, err := v.Get(ctx, key, l.load)
+					e, err := v.Get(ctx, key, l.load, GetOptions{})
 					if err == nil && string(e.Value) != "v"+strconv.Itoa(i) {
 						err = fmt.Errorf("%s = %q", key, e.Value)
 					}
@@ -456,7 +456,7 @@ func TestFaultValkeyKilledAndRestarted(t *testing.T) {
 	eventually(t, "the breaker to close", func() bool {
 		n++
 		l := newVKLoader("after")
-		if _, err := v.Get(ctx, fmt.Sprintf("tme:v1:page:{probe%d}:body:0", n), l.load); err != nil {
+		if _, err := v.Get(ctx, fmt.Sprintf("tme:v1:page:{probe%d}:body:0", n), l.load, GetOptions{}); err != nil {
 			t.Errorf("Get while recovering: %v", err)
 		}
 		return v.BreakerState() == "closed"
@@ -465,7 +465,7 @@ func TestFaultValkeyKilledAndRestarted(t *testing.T) {
 		t.Errorf("breaker transitions %q, want closed->open ... half-open->closed", got)
 	}
 	const after = "tme:v1:page:{after}:body:0"
-	if _, err := v.Get(ctx, after, newVKLoader("shared again").load); err != nil {
+	if _, err := v.Get(ctx, after, newVKLoader("shared again").load, GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if e, ok := storedValue(t, srv, after); !ok || string(e.Value) != "shared again" {
@@ -480,7 +480,7 @@ func TestFaultValkeySlowedTripsBreaker(t *testing.T) {
 		c.BreakerFailures = 2
 	})
 	ctx := testCtx(t)
-	if _, err := v.Get(ctx, "tme:v1:page:{warm}:body:0", newVKLoader("warm").load); err != nil {
+	if _, err := v.Get(ctx, "tme:v1:page:{warm}:body:0", newVKLoader("warm").load, GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -509,7 +509,7 @@ func TestFaultValkeySlowedTripsBreaker(t *testing.T) {
 		default:
 		}
 		lastKey = fmt.Sprintf("tme:v1:page:{slow%d}:body:0", i)
-		if e, err := v.Get(ctx, lastKey, newVKLoader("fine").load); err != nil || string(e.Value) != "fine" {
+		if e, err := v.Get(ctx, lastKey, newVKLoader("fine").load, GetOptions{}); err != nil || string(e.Value) != "fine" {
 			t.Fatalf("Get against a slow server = %q, %v", e.Value, err)
 		}
 		served++
@@ -523,7 +523,7 @@ func TestFaultValkeySlowedTripsBreaker(t *testing.T) {
 	// Open: the key whose timeout tripped the breaker was loaded into local
 	// memory, and is answered from there without touching the server.
 	other := newVKLoader("other")
-	if e, err := v.Get(ctx, lastKey, other.load); err != nil || string(e.Value) != "fine" || other.calls.Load() != 0 {
+	if e, err := v.Get(ctx, lastKey, other.load, GetOptions{}); err != nil || string(e.Value) != "fine" || other.calls.Load() != 0 {
 		t.Errorf("Get with the breaker open = %q, %v (%d loads); want the local copy", e.Value, err, other.calls.Load())
 	}
 	<-awake
@@ -538,7 +538,7 @@ func TestValkeyLoadErrorPassesThrough(t *testing.T) {
 	l.err = fmt.Errorf("origin: %w", errGone)
 	const key = "tme:v1:page:{nobody}:body:0"
 	for range 2 {
-		if _, err := v.Get(ctx, key, l.load); !errors.Is(err, errGone) {
+		if _, err := v.Get(ctx, key, l.load, GetOptions{}); !errors.Is(err, errGone) {
 			t.Fatalf("Get error = %v, want one wrapping errGone", err)
 		}
 	}
@@ -560,7 +560,7 @@ func TestValkeyCacheOffStoresNothing(t *testing.T) {
 	l := newVKLoader("x")
 	const key = "tme:v1:page:{off}:body:0"
 	for range 3 {
-		if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "x" {
+		if e, err := v.Get(ctx, key, l.load, GetOptions{}); err != nil || string(e.Value) != "x" {
 			t.Fatalf("Get = %q, %v", e.Value, err)
 		}
 	}
@@ -578,7 +578,7 @@ func TestValkeyStartsBeforeServer(t *testing.T) {
 	v, _ := newTestValkey(t, srv, func(c *ValkeyConfig) { c.BreakerCoolDown = 200 * time.Millisecond })
 	ctx := testCtx(t)
 	const key = "tme:v1:page:{early}:body:0"
-	if e, err := v.Get(ctx, key, newVKLoader("local").load); err != nil || string(e.Value) != "local" {
+	if e, err := v.Get(ctx, key, newVKLoader("local").load, GetOptions{}); err != nil || string(e.Value) != "local" {
 		t.Fatalf("Get before the server runs = %q, %v", e.Value, err)
 	}
 	srv.Restart(t)
@@ -586,7 +586,7 @@ func TestValkeyStartsBeforeServer(t *testing.T) {
 	eventually(t, "the value to be shared through Valkey", func() bool {
 		n++
 		k := fmt.Sprintf("tme:v1:page:{late%d}:body:0", n)
-		if _, err := v.Get(ctx, k, newVKLoader("shared").load); err != nil {
+		if _, err := v.Get(ctx, k, newVKLoader("shared").load, GetOptions{}); err != nil {
 			t.Fatalf("Get: %v", err)
 		}
 		_, ok := storedValue(t, srv, k)
@@ -627,10 +627,10 @@ func TestValkeyLocalMemoryBounded(t *testing.T) {
 	conn.Close()
 	t.Logf("encoded page: %d bytes on average", encoded/pages)
 
-	noLoad := func(context.Context) (Entry, error) { return Entry{}, errors.New("unexpected load") }
+	noLoad := func(context.Context, Previous) (Entry, error) { return Entry{}, errors.New("unexpected load") }
 	// Connect and warm the decoder before the baseline, then empty L1.
 	for i := range 20 {
-		if _, err := reader.Get(ctx, key(i), noLoad); err != nil {
+		if _, err := reader.Get(ctx, key(i), noLoad, GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -650,7 +650,7 @@ func TestValkeyLocalMemoryBounded(t *testing.T) {
 
 	before := vkHeap()
 	for i := range pages {
-		if _, err := reader.Get(ctx, key(i), noLoad); err != nil {
+		if _, err := reader.Get(ctx, key(i), noLoad, GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -731,7 +731,7 @@ func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
 	l := newVKLoader("back")
 	l.err = fmt.Errorf("fetch: %w", errUpstream)
 
-	if _, err := a.Get(ctx, key, l.load); !errors.Is(err, errUpstream) {
+	if _, err := a.Get(ctx, key, l.load, GetOptions{}); !errors.Is(err, errUpstream) {
 		t.Fatalf("first Get: err = %v, want the loader's", err)
 	}
 	if _, err := srv.Do(ctx, "GET", keys.Failed(key)); err != nil {
@@ -739,7 +739,7 @@ func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
 	}
 	for _, v := range []*Valkey{a, b, b} {
 		var re *rememberedError
-		if _, err := v.Get(ctx, key, l.load); !errors.As(err, &re) || !errors.Is(err, errUpstream) {
+		if _, err := v.Get(ctx, key, l.load, GetOptions{}); !errors.As(err, &re) || !errors.Is(err, errUpstream) {
 			t.Fatalf("within the negative TTL: err = %v, want the remembered failure", err)
 		}
 		if want := clk.Now().Add(5 * time.Second).Truncate(time.Millisecond); !re.until.Equal(want) {
@@ -752,7 +752,7 @@ func TestValkeyFailureRememberedAcrossClients(t *testing.T) {
 
 	clk.Advance(5 * time.Second)
 	l.err = nil
-	if e, err := b.Get(ctx, key, l.load); err != nil || string(e.Value) != "back" {
+	if e, err := b.Get(ctx, key, l.load, GetOptions{}); err != nil || string(e.Value) != "back" {
 		t.Fatalf("after the negative TTL: %q, %v", e.Value, err)
 	}
 	if _, err := srv.Do(ctx, "GET", keys.Failed(key)); !errors.Is(err, redistest.ErrNil) {
@@ -782,7 +782,7 @@ func TestValkeyFailedRefreshBacksOff(t *testing.T) {
 	l := newVKLoader("")
 	l.err = errUpstream
 
-	if e, err := a.Get(ctx, key, l.load); err != nil || string(e.Value) != "old" || !e.Stale {
+	if e, err := a.Get(ctx, key, l.load, GetOptions{}); err != nil || string(e.Value) != "old" || !e.Stale {
 		t.Fatalf("Get = %q stale=%v, %v; want the stale copy", e.Value, e.Stale, err)
 	}
 	eventually(t, "the failed refresh to be remembered", func() bool {
@@ -791,7 +791,7 @@ func TestValkeyFailedRefreshBacksOff(t *testing.T) {
 	})
 	for range 20 {
 		for _, v := range []*Valkey{a, b} {
-			if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "old" || !e.Stale {
+			if e, err := v.Get(ctx, key, l.load, GetOptions{}); err != nil || string(e.Value) != "old" || !e.Stale {
 				t.Fatalf("Get = %q stale=%v, %v; want the stale copy", e.Value, e.Stale, err)
 			}
 		}
@@ -813,7 +813,7 @@ func TestFaultValkeyFlushed(t *testing.T) {
 	const key = "tme:v1:page:{flushed}:body:0"
 	l := newVKLoader("page")
 	for _, v := range []*Valkey{a, b} {
-		if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "page" {
+		if e, err := v.Get(ctx, key, l.load, GetOptions{}); err != nil || string(e.Value) != "page" {
 			t.Fatalf("before the flush: %q, %v", e.Value, err)
 		}
 	}
@@ -826,7 +826,7 @@ func TestFaultValkeyFlushed(t *testing.T) {
 		for _, v := range []*Valkey{a, b, a, b} {
 			requests++
 			wg.Go(func() {
-				if e, err := v.Get(ctx, key, l.load); err != nil || string(e.Value) != "page" {
+				if e, err := v.Get(ctx, key, l.load, GetOptions{}); err != nil || string(e.Value) != "page" {
 					t.Errorf("after the flush: %q, %v", e.Value, err)
 				}
 			})
@@ -856,7 +856,7 @@ func TestValkeyRevalidateWaitsForRefresh(t *testing.T) {
 	}
 	v, _ := newTestValkey(t, srv, nil)
 	l := newVKLoader("new")
-	if e, err := v.Get(Revalidate(ctx), key, l.load); err != nil || string(e.Value) != "new" || e.Stale {
+	if e, err := v.Get(ctx, key, l.load, GetOptions{Revalidate: true}); err != nil || string(e.Value) != "new" || e.Stale {
 		t.Fatalf("revalidating: {%q stale=%v} %v, want the refreshed copy", e.Value, e.Stale, err)
 	}
 	if e, ok := storedValue(t, srv, key); !ok || string(e.Value) != "new" {
@@ -883,7 +883,7 @@ func TestValkeyRefreshAheadOnePerWindow(t *testing.T) {
 	const window, lead = 10 * time.Second, 2500 * time.Millisecond
 	loads := newVKLoader("v0")
 	t0 := clk.Now()
-	if _, err := a.Get(ctx, key, loads.load); err != nil {
+	if _, err := a.Get(ctx, key, loads.load, GetOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var n int
@@ -894,17 +894,17 @@ func TestValkeyRefreshAheadOnePerWindow(t *testing.T) {
 		n++
 		loads.value.Store(fmt.Sprint("v", n))
 		for _, v := range []*Valkey{a, b} {
-			e, err := v.Get(RefreshAhead(ctx, lead), key, loads.load)
+			e, err := v.Get(ctx, key, loads.load, GetOptions{RefreshAhead: true, Lead: lead})
 			if err != nil || e.Stale {
 				t.Fatalf("%v: updater Get = %q stale %v, %v", clk.Now().Sub(t0), e.Value, e.Stale, err)
 			}
 		}
 		eventually(t, "b to see the copy a or b wrote", func() bool {
 			stored, ok := storedValue(t, srv, key)
-			e, err := b.Get(ctx, key, loads.load)
+			e, err := b.Get(ctx, key, loads.load, GetOptions{})
 			return ok && err == nil && string(e.Value) == string(stored.Value)
 		})
-		e, err := b.Get(ctx, key, loads.load)
+		e, err := b.Get(ctx, key, loads.load, GetOptions{})
 		if err != nil || e.Stale {
 			t.Fatalf("%v: reader got %q stale %v, %v", clk.Now().Sub(t0), e.Value, e.Stale, err)
 		}
@@ -919,5 +919,39 @@ func TestValkeyRefreshAheadOnePerWindow(t *testing.T) {
 	}
 	if sa, sb := evA.stales(), evB.stales(); sa+sb != 0 {
 		t.Errorf("%d stale answers, want none", sa+sb)
+	}
+}
+
+// GetOptions.Stored hears of a load once Valkey holds its value, so that
+// this process (whose L1 held the old copy) and another one reading the
+// key then find it; it is handed the copy the value replaced.
+func TestValkeyStoredAfterWrite(t *testing.T) {
+	srv := redistest.Start(t)
+	a, _ := newTestValkey(t, srv, nil)
+	b, _ := newTestValkey(t, srv, nil)
+	ctx := testCtx(t)
+	const key = "tme:v1:page:{stored}:body:0"
+	old, err := Encode(Entry{Value: []byte("old"), FetchedAt: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", key, string(old), "PX", "600000"); err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	noLoad := func(context.Context, Previous) (Entry, error) { return Entry{}, errors.New("loaded again") }
+	opt := GetOptions{Revalidate: true, Stored: func(e Entry, prev Previous) {
+		p, _ := prev.Entry()
+		here, err := a.Get(ctx, key, noLoad, GetOptions{})
+		elsewhere, err2 := b.Get(ctx, key, noLoad, GetOptions{})
+		told = append(told, fmt.Sprintf("%s over %s, read here as %s stale %v (%v), elsewhere as %s (%v)",
+			e.Value, p.Value, here.Value, here.Stale, err, elsewhere.Value, err2))
+	}}
+	// a's L1 holds the old copy as its refresh is written.
+	if e, err := a.Get(ctx, key, newVKLoader("new").load, opt); err != nil || string(e.Value) != "new" {
+		t.Fatalf("revalidating: %q, %v", e.Value, err)
+	}
+	if want := "[new over old, read here as new stale false (<nil>), elsewhere as new (<nil>)]"; fmt.Sprint(told) != want {
+		t.Errorf("told %s, want %s", told, want)
 	}
 }

@@ -19,8 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zeebo/xxh3"
-
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/pages"
@@ -87,7 +85,7 @@ const (
 // Config configures a Hub.
 type Config struct {
 	// Pages is the page service whose channels the Hub watches; New makes
-	// the Hub its Watcher. Required.
+	// the Hub its Watcher and its ReadCounter. Required.
 	Pages *pages.Service
 	// Log records every event, in order, for every process to deliver
 	// and for subscribers to resume from (a Valkey stream when processes
@@ -148,7 +146,8 @@ type Stats struct {
 	QueuedBytes   int64 // replaced pages' bytes waiting to be compared (at most 4 MiB)
 }
 
-// New returns a running Hub and makes it cfg.Pages's Watcher.
+// New returns a running Hub and makes it cfg.Pages's Watcher and
+// ReadCounter.
 func New(cfg Config) (*Hub, error) {
 	if cfg.Pages == nil {
 		return nil, errors.New("live: Config.Pages is required")
@@ -191,10 +190,11 @@ func New(cfg Config) (*Hub, error) {
 		h.wg.Go(h.upd.run)
 	}
 	cfg.Pages.Watch(h)
+	cfg.Pages.CountReads(h)
 	return h, nil
 }
 
-// NewestRead implements pages.Watcher: it counts towards the channel's
+// NewestRead implements pages.ReadCounter: it counts towards the channel's
 // popularity, by client.
 func (h *Hub) NewestRead(channel string, client uint64) {
 	if h.upd != nil {
@@ -202,8 +202,10 @@ func (h *Hub) NewestRead(channel string, client uint64) {
 	}
 }
 
-// NewestChanged implements pages.Watcher: the change is compared on the
-// Hub's own goroutine, never on the path of the request that fetched it.
+// NewestChanged implements pages.Watcher. The page is in the cache by
+// now, so that a feed rebuilt on the news (FeedCache) reads the new copy.
+// The change is compared on the Hub's own goroutine, never on the path of
+// the request that fetched it.
 // The queue is bounded by the bytes it holds as well as by its length:
 // each change holds the replaced page's bytes until it is compared.
 func (h *Hub) NewestChanged(c pages.Change) {
@@ -239,32 +241,7 @@ func (h *Hub) compare() {
 				continue
 			}
 			h.published.Add(uint64(len(events)))
-			if h.feed.Load() != nil {
-				h.settle(c)
-			}
 			h.send(c.Channel, events)
-		}
-	}
-}
-
-// settle waits (a moment, at most publishTimeout) until the cache holds
-// the page a change was found on: the change is told from inside the
-// page's load, before the cache stores it, and a feed rebuilt on the news
-// (FeedCache) must read the new copy, not the one it replaces. Only when
-// feeds are told; each look is a cache hit.
-func (h *Hub) settle(c pages.Change) {
-	ctx, cancel := context.WithTimeout(h.base, publishTimeout)
-	defer cancel()
-	prev := xxh3.Hash(c.Prev)
-	for {
-		res, err := h.cfg.Pages.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: c.Channel})
-		if err != nil || res.Hash != prev {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
@@ -612,6 +589,7 @@ func (h *Hub) Close() {
 		s.end(ErrClosed)
 	}
 	h.cfg.Pages.Watch(nil)
+	h.cfg.Pages.CountReads(nil)
 	h.cancel()
 	h.wg.Wait()
 }

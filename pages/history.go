@@ -34,18 +34,8 @@ type pageAges struct {
 	stale bool
 }
 
-type agesKey struct{}
-
-func withAges(ctx context.Context, a *pageAges) context.Context {
-	return context.WithValue(ctx, agesKey{}, a)
-}
-
-// noteAge records a page read into the walk's ages, if ctx is a walk's.
-func noteAge(ctx context.Context, res Result) {
-	a, ok := ctx.Value(agesKey{}).(*pageAges)
-	if !ok {
-		return
-	}
+// add records a page the walk read.
+func (a *pageAges) add(res Result) {
 	if !a.read || res.RefreshAt.Before(a.until) {
 		a.until = res.RefreshAt
 	}
@@ -86,7 +76,7 @@ func (s *Service) History(ctx context.Context, channel string, since time.Time, 
 		defer cancel()
 		s.walksRun.Add(1)
 		var ages pageAges
-		p, err := s.history(withAges(ctx, &ages), channel, since, client)
+		p, err := s.history(ctx, channel, since, client, &ages)
 		return walked{pages: p, ages: ages}, err
 	})
 	if err != nil {
@@ -97,12 +87,12 @@ func (s *Service) History(ctx context.Context, channel string, since time.Time, 
 	return r.pages, nil
 }
 
-func (s *Service) history(ctx context.Context, channel string, since time.Time, client string) ([]Result, error) {
+func (s *Service) history(ctx context.Context, channel string, since time.Time, client string, ages *pageAges) ([]Result, error) {
 	res, err := s.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Client: client})
 	if err != nil {
 		return nil, err
 	}
-	noteAge(ctx, res)
+	ages.add(res)
 	out := []Result{res}
 	for !since.IsZero() && len(out) < s.historyPages {
 		page := out[len(out)-1].Page
@@ -115,7 +105,7 @@ func (s *Service) history(ctx context.Context, channel string, since time.Time, 
 		if err != nil {
 			return nil, fmt.Errorf("%s: older posts before %d: %w", channel, next, err)
 		}
-		noteAge(ctx, res)
+		ages.add(res)
 		out = append(out, res)
 	}
 	return out, nil

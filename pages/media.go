@@ -55,10 +55,7 @@ func (s *Service) MediaURL(ctx context.Context, channel string, id, index int, t
 		return MediaLink{}, fmt.Errorf("%w: media index must not be negative", ErrBadRequest)
 	}
 	req := tme.Request{Kind: tme.KindBody, Channel: channel, Position: id, CacheOnly: cacheOnly, Class: tme.ClassHistory, Client: client}
-	if !cacheOnly {
-		ctx = cache.Revalidate(ctx)
-	}
-	res, err := s.get(ctx, req)
+	res, err := s.get(ctx, req, cache.GetOptions{Revalidate: !cacheOnly})
 	if err != nil {
 		return MediaLink{}, err
 	}

@@ -109,20 +109,29 @@ type Service struct {
 	historyPages int
 	mediaOrigins []string
 	walkTimeout  time.Duration
-	watcher      atomic.Pointer[Watcher] // nil until Watch
+	watcher      atomic.Pointer[Watcher]     // nil until Watch
+	reads        atomic.Pointer[ReadCounter] // nil until CountReads
 }
 
-// Watcher learns about channels' newest pages (/s/<channel>) as the
-// Service serves them; a background updater is one. Its methods are
-// called on request paths and inside cache loads: they must return at
-// once, handing any real work to a goroutine of their own.
+// Watcher hears of channels' newest pages (/s/<channel>) that changed;
+// live.Hub is one.
 type Watcher interface {
+	// NewestChanged: this process fetched channel's newest page, the
+	// cache stored it, and its bytes differ from the copy they replaced.
+	// It is called on the load's goroutine, before the load's callers
+	// get the page: it must return at once, handing any real work to a
+	// goroutine of its own.
+	NewestChanged(Change)
+}
+
+// ReadCounter counts the reads of channels' newest pages, by which a
+// background updater ranks the channels it keeps fresh; live.Hub is one.
+// It is called on request paths, hits included: it must return at once
+// and allocate nothing.
+type ReadCounter interface {
 	// NewestRead: a request of client (ClientID of the client's name; 0
 	// when nobody's) read channel's newest page (cached or not).
 	NewestRead(channel string, client uint64)
-	// NewestChanged: this process fetched channel's newest page and its
-	// bytes differ from the copy they replace.
-	NewestChanged(Change)
 }
 
 // Change is a channel's newest page replaced by different bytes.
@@ -144,23 +153,32 @@ func (s *Service) Watch(w Watcher) {
 	s.watcher.Store(&w)
 }
 
-// noteNewest tells the Watcher about a read of r if r is a newest page,
+// CountReads makes c the Service's ReadCounter (nil: none). One at a time.
+func (s *Service) CountReads(c ReadCounter) {
+	if c == nil {
+		s.reads.Store(nil)
+		return
+	}
+	s.reads.Store(&c)
+}
+
+// noteNewest tells the ReadCounter about a read of r if r is a newest page,
 // with its client: r.Client, else who's (nil: nobody's). A read from the
 // cache only is not told: the updater would keep the page fresh for it,
 // fetching on its behalf.
 func (s *Service) noteNewest(r tme.Request, who ClientNamer) {
 	if r.Kind == tme.KindBody && r.Position == 0 && !r.CacheOnly {
-		if w := s.watcher.Load(); w != nil {
+		if c := s.reads.Load(); c != nil {
 			id := ClientID(r.Client)
 			if r.Client == "" && who != nil {
 				id = who.ClientID()
 			}
-			(*w).NewestRead(r.Channel, id)
+			(*c).NewestRead(r.Channel, id)
 		}
 	}
 }
 
-// ClientID is the number a Watcher counts a client by: a hash of its
+// ClientID is the number a ReadCounter counts a client by: a hash of its
 // name (tme.Request.Client), 0 for nobody's.
 func ClientID(name string) uint64 {
 	if name == "" {
@@ -181,23 +199,21 @@ func ClientID(name string) uint64 {
 // reload's error is returned anyway, beside that copy, so that the caller
 // can back off (see RetryAt).
 func (s *Service) RefreshNewest(ctx context.Context, channel string, lead time.Duration) (Result, error) {
-	slot := &loadFailure{}
-	ctx = context.WithValue(cache.RefreshAhead(ctx, lead), loadFailureKey{}, slot)
-	res, err := s.load(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Class: tme.ClassUpdater})
+	var failed loadFailure
+	res, err := s.load(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Class: tme.ClassUpdater},
+		cache.GetOptions{RefreshAhead: true, Lead: lead}, &failed)
 	if err == nil {
-		err = slot.get()
+		err = failed.get()
 	}
 	return res, err
 }
 
 // loadFailure receives the error of a load the caller started, when the
-// cache answers with a copy instead.
+// cache answers with a copy instead. nil receives nothing.
 type loadFailure struct {
 	mu  sync.Mutex
 	err error
 }
-
-type loadFailureKey struct{}
 
 func (f *loadFailure) get() error {
 	f.mu.Lock()
@@ -205,9 +221,8 @@ func (f *loadFailure) get() error {
 	return f.err
 }
 
-// noteLoadFailure hands err to the loadFailure ctx carries, if any.
-func noteLoadFailure(ctx context.Context, err error) {
-	if f, ok := ctx.Value(loadFailureKey{}).(*loadFailure); ok {
+func (f *loadFailure) set(err error) {
+	if f != nil {
 		f.mu.Lock()
 		f.err = err
 		f.mu.Unlock()
@@ -393,7 +408,7 @@ func (s *Service) Page(ctx context.Context, r tme.Request) (Result, error) {
 	if r.Kind != tme.KindBody && r.Kind != tme.KindMore {
 		return Result{}, fmt.Errorf("pages: Page of a %q request: %w", r.Kind, ErrBadRequest)
 	}
-	return s.get(ctx, r)
+	return s.get(ctx, r, cache.GetOptions{})
 }
 
 // Preview returns the preview card of a channel. A user, group, bot or
@@ -404,7 +419,7 @@ func (s *Service) Preview(ctx context.Context, username, client string) (*parser
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.get(ctx, tme.Request{Kind: tme.KindPreview, Channel: name, Client: client})
+	res, err := s.get(ctx, tme.Request{Kind: tme.KindPreview, Channel: name, Client: client}, cache.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +461,7 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r tme.Request, re
 type ClientNamer interface {
 	ClientName() string
 	// ClientID is ClientID(ClientName()), made without building the
-	// name: a hit tells the Watcher its client with it.
+	// name: a hit tells the ReadCounter its client with it.
 	ClientID() uint64
 }
 
@@ -454,7 +469,8 @@ type ClientNamer interface {
 // who names. who is asked only when the hot store does not hold the
 // answer, so that a hit does not pay for naming the client (a string
 // made from the address); nil, or an r.Client already set, leaves
-// r.Client as it is.
+// r.Client as it is. A who that is also a RenderObserver hears when this
+// request's own load rendered the answer.
 func (s *Service) RenderedRepFor(ctx context.Context, key string, r tme.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
 	e, rep, err = s.renderedRep(ctx, key, r, who, render)
 	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
@@ -484,28 +500,28 @@ func (s *Service) renderedRep(ctx context.Context, key string, r tme.Request, wh
 	// Revalidate: a copy past its refresh point waits for its re-render,
 	// which the loader declines (cache.ErrNotYet) unless the page is fresh,
 	// so that nobody waits on the origin here.
-	e, err = s.cache.Get(cache.Revalidate(ctx), full, func(ctx context.Context) (cache.Entry, error) {
+	e, err = s.cache.Get(ctx, full, func(ctx context.Context, prev cache.Previous) (cache.Entry, error) {
 		// A cold load renders from whatever page there is, a stale one
 		// included (its refresh runs in the background); a refresh only
 		// from a fresh page, or the response would stay stale until its
 		// next refresh.
-		res, err := s.load(ctx, r)
+		res, err := s.load(ctx, r, cache.GetOptions{}, nil)
 		if err != nil {
 			return cache.Entry{}, err
 		}
-		if res.Stale && cache.Refreshing(ctx) {
+		if res.Stale && prev.Refreshing() {
 			return cache.Entry{}, cache.ErrNotYet
 		}
 		b, err := render(res)
 		if err != nil {
 			return cache.Entry{}, err
 		}
-		// The load keeps the values of the request that started it.
-		if o, ok := ctx.Value(RenderObserverKey{}).(RenderObserver); ok {
+		// The load is the request's that started it: its who is told.
+		if o, ok := who.(RenderObserver); ok {
 			o.Rendered()
 		}
 		return cache.Entry{Value: b, FetchedAt: res.FetchedAt, RefreshAt: res.RefreshAt}, nil
-	})
+	}, cache.GetOptions{Revalidate: true})
 	if err != nil {
 		NoteFailure(ctx, err)
 		return e, nil, err
@@ -519,13 +535,10 @@ func (s *Service) renderedRep(ctx context.Context, key string, r tme.Request, wh
 }
 
 // RenderObserver learns that a request's own load rendered the answer it
-// got from RenderedRep: a miss, for access logs and metrics. It is found
-// in the request's context under RenderObserverKey, so that telling costs
-// a hit nothing (a wrapped render function would be one allocation more).
+// got from RenderedRepFor: a miss, for access logs and metrics. It is the
+// request's ClientNamer as well, so that telling costs a hit nothing (a
+// wrapped render function would be one allocation more).
 type RenderObserver interface{ Rendered() }
-
-// RenderObserverKey is the context key of a RenderObserver.
-type RenderObserverKey struct{}
 
 // hotKey is the hot store's key of a rendered response: its channel and
 // name, as keys.Response joins them for the cache. Kept apart, so that a
@@ -545,18 +558,20 @@ func (s *Service) fresh(e cache.Entry) bool {
 
 // get loads the page bytes for r through the cache and decodes them,
 // noting the read in the context's Freshness collector.
-func (s *Service) get(ctx context.Context, r tme.Request) (Result, error) {
+func (s *Service) get(ctx context.Context, r tme.Request, opt cache.GetOptions) (Result, error) {
 	s.noteNewest(r, nil)
-	return s.load(ctx, r)
+	return s.load(ctx, r, opt, nil)
 }
 
-// load is get without telling the Watcher of a read.
-func (s *Service) load(ctx context.Context, r tme.Request) (Result, error) {
-	res, err := s.loadOnce(ctx, r)
+// load is get without telling the ReadCounter of a read; failed, when set,
+// receives the error of a load this call started and the cache answered
+// with its copy instead.
+func (s *Service) load(ctx context.Context, r tme.Request, opt cache.GetOptions, failed *loadFailure) (Result, error) {
+	res, err := s.loadOnce(ctx, r, opt, failed)
 	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
 		// As in RenderedRep: a shared load of a request that may not
 		// fetch ended at once; this one may.
-		res, err = s.loadOnce(ctx, r)
+		res, err = s.loadOnce(ctx, r, opt, failed)
 	}
 	return res, err
 }
@@ -565,27 +580,32 @@ func (s *Service) load(ctx context.Context, r tme.Request) (Result, error) {
 // CacheOnly) asked for a page the cache does not hold.
 var ErrNotCached = errors.New("not in the cache")
 
-func (s *Service) loadOnce(ctx context.Context, r tme.Request) (Result, error) {
+func (s *Service) loadOnce(ctx context.Context, r tme.Request, opt cache.GetOptions, failed *loadFailure) (Result, error) {
 	switch r.Kind {
 	case tme.KindBody, tme.KindMore, tme.KindPreview, tme.KindSearch:
 	default:
 		return Result{}, fmt.Errorf("pages: unsupported page kind %q: %w", r.Kind, ErrBadRequest)
 	}
-	e, err := s.cache.Get(ctx, r.Key(), func(ctx context.Context) (cache.Entry, error) {
+	if r.Kind == tme.KindBody && r.Position == 0 && s.watcher.Load() != nil {
+		// A changed newest page is told once the cache holds it, so that
+		// whoever hears of it and reads the page finds the new copy.
+		opt.Stored = func(e cache.Entry, prev cache.Previous) { s.newestStored(r.Channel, e, prev) }
+	}
+	e, err := s.cache.Get(ctx, r.Key(), func(ctx context.Context, prev cache.Previous) (cache.Entry, error) {
 		if r.CacheOnly {
 			// Neither a missing page nor the refresh of a stale one is
 			// fetched; a stale copy is served as it is.
 			return cache.Entry{}, fmt.Errorf("%s: %w", r.Shown(), ErrNotCached)
 		}
 		fr := r
-		if fr.Class == tme.ClassReader && cache.Refreshing(ctx) {
+		if fr.Class == tme.ClassReader && prev.Refreshing() {
 			// A copy is held and served meanwhile: nobody waits on this
 			// fetch, so it yields to readers who have nothing.
 			fr.Class = tme.ClassRefresh
 		}
 		b, err := s.origin.Fetch(ctx, fr)
 		if err != nil {
-			noteLoadFailure(ctx, err)
+			failed.set(err)
 			return cache.Entry{}, err
 		}
 		// Parse before storing: bytes that are not a page of the expected
@@ -595,16 +615,9 @@ func (s *Service) loadOnce(ctx context.Context, r tme.Request) (Result, error) {
 		if errors.Is(d.err, parser.ErrNotPage) {
 			return cache.Entry{}, fmt.Errorf("%s: %w: %w", r.Shown(), origin.ErrUpstream, d.err)
 		}
-		if d.page != nil && r.Kind == tme.KindBody && r.Position == 0 {
-			if w := s.watcher.Load(); w != nil {
-				if prev, ok := cache.Previous(ctx); ok && !bytes.Equal(prev.Value, b) {
-					(*w).NewestChanged(Change{Channel: r.Channel, Prev: prev.Value, Next: d.page, FetchedAt: s.now()})
-				}
-			}
-		}
 		// FetchedAt is left to the cache, whose clock decides freshness.
 		return cache.Entry{Value: b}, nil
-	})
+	}, opt)
 	if err != nil {
 		NoteFailure(ctx, err)
 		return Result{}, err
@@ -616,6 +629,23 @@ func (s *Service) loadOnce(ctx context.Context, r tme.Request) (Result, error) {
 	}
 	NoteFreshUntil(ctx, e.RefreshAt, e.Stale)
 	return Result{Page: d.page, Preview: d.preview, Hash: h, FetchedAt: e.FetchedAt, RefreshAt: e.RefreshAt, Stale: e.Stale, Parsed: &d.mem}, nil
+}
+
+// newestStored tells the Watcher of channel's newest page e, now in the
+// cache, when it differs from the copy prev it replaced. The parse is the
+// one the load kept.
+func (s *Service) newestStored(channel string, e cache.Entry, prev cache.Previous) {
+	w := s.watcher.Load()
+	if w == nil {
+		return
+	}
+	old, ok := prev.Entry()
+	if !ok || bytes.Equal(old.Value, e.Value) {
+		return
+	}
+	if _, d := s.decode(context.Background(), tme.KindBody, e.Value); d.page != nil {
+		(*w).NewestChanged(Change{Channel: channel, Prev: old.Value, Next: d.page, FetchedAt: e.FetchedAt})
+	}
 }
 
 // decode parses b as kind, reusing an earlier parse of the same bytes.

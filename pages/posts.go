@@ -58,7 +58,7 @@ func (s *Service) Posts(ctx context.Context, channel string, w Window) (Posts, e
 		defer cancel()
 		s.walksRun.Add(1)
 		var ages pageAges
-		p, err := s.posts(withAges(ctx, &ages), channel, w)
+		p, err := s.posts(ctx, channel, w, &ages)
 		return walked{posts: p, ages: ages}, err
 	})
 	if err != nil {
@@ -78,22 +78,22 @@ func optID(id *int) string {
 	return strconv.Itoa(*id)
 }
 
-func (s *Service) posts(ctx context.Context, channel string, w Window) (Posts, error) {
+func (s *Service) posts(ctx context.Context, channel string, w Window, ages *pageAges) (Posts, error) {
 	var (
 		out Posts
 		err error
 	)
 	switch {
 	case w.Around != nil:
-		out, err = s.postsAround(ctx, channel, *w.Around, w.First, w.Client)
+		out, err = s.postsAround(ctx, channel, *w.Around, w.First, w.Client, ages)
 	case w.Before != nil:
-		out.List, out.HasNewer, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: *w.Before, Client: w.Client}, nil, *w.Before, false, w.First)
+		out.List, out.HasNewer, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: *w.Before, Client: w.Client}, nil, *w.Before, false, w.First, ages)
 		out.HasOlder = true // the cursor's own post is older
 	case w.After != nil:
-		out.List, out.HasOlder, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: *w.After, Client: w.Client}, nil, *w.After, true, w.First)
+		out.List, out.HasOlder, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: *w.After, Client: w.Client}, nil, *w.After, true, w.First, ages)
 		out.HasNewer = true
 	default:
-		out.List, out.HasOlder, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Client: w.Client}, w.Newest, 0, true, w.First)
+		out.List, out.HasOlder, err = s.walk(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Client: w.Client}, w.Newest, 0, true, w.First, ages)
 	}
 	if err != nil {
 		return Posts{}, err
@@ -128,7 +128,7 @@ func (w Window) validate() error {
 // is already at hand) on, following t.me's offsets: towards older posts
 // (ids below bound, if set) or newer ones (ids above bound). It returns
 // them newest first and whether more posts lie beyond.
-func (s *Service) walk(ctx context.Context, req tme.Request, first *parser.Page, bound int, older bool, n int) ([]*parser.Post, bool, error) {
+func (s *Service) walk(ctx context.Context, req tme.Request, first *parser.Page, bound int, older bool, n int, ages *pageAges) ([]*parser.Post, bool, error) {
 	var got []*parser.Post // in walking order
 	lastID := 0            // the number of the last post got that has one
 	maxPages := min(n/PostsPerPage+2, s.historyPages)
@@ -139,7 +139,7 @@ func (s *Service) walk(ctx context.Context, req tme.Request, first *parser.Page,
 			if err != nil {
 				return nil, false, err
 			}
-			noteAge(ctx, res)
+			ages.add(res)
 			page = res.Page
 		}
 		posts := page.Content.Posts // oldest first
@@ -195,12 +195,12 @@ func orderNewest(posts []*parser.Post, older bool) []*parser.Post {
 }
 
 // postsAround returns up to n posts centred on id, newest first.
-func (s *Service) postsAround(ctx context.Context, channel string, id, n int, client string) (Posts, error) {
+func (s *Service) postsAround(ctx context.Context, channel string, id, n int, client string, ages *pageAges) (Posts, error) {
 	res, err := s.Page(ctx, tme.Request{Kind: tme.KindBody, Channel: channel, Position: id, Client: client})
 	if err != nil {
 		return Posts{}, err
 	}
-	noteAge(ctx, res)
+	ages.add(res)
 	posts := res.Page.Content.Posts
 	all := make([]*parser.Post, len(posts))
 	for i := range posts {

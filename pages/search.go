@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/tme"
 )
@@ -60,7 +61,7 @@ func (s *Service) Search(ctx context.Context, channel, query string, first int, 
 	if first < 0 {
 		return Found{}, fmt.Errorf("%w: first must not be negative", ErrBadRequest)
 	}
-	res, err := s.get(ctx, SearchRequest(channel, q, client))
+	res, err := s.get(ctx, SearchRequest(channel, q, client), cache.GetOptions{})
 	if err != nil {
 		return Found{}, err
 	}

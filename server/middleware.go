@@ -95,8 +95,6 @@ func (c *requestContext) Value(key any) any {
 		return c.route
 	case reqInfoKey{}:
 		return &c.info
-	case pages.RenderObserverKey{}:
-		return &c.info
 	}
 	return c.Context.Value(key)
 }

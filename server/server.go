@@ -507,7 +507,11 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) previewEntry(ctx context.Context, ch, client string, cacheOnly bool) (cache.Entry, error) {
 	req := tme.Request{Kind: tme.KindPreview, Channel: ch, Client: client, CacheOnly: cacheOnly}
-	e, _, err := h.pages.RenderedRepFor(ctx, renderKey(req.Name()), req, nil, renderPreview)
+	var who pages.ClientNamer // the request's record, which hears of a render
+	if info := requestInfo(ctx); info != nil {
+		who = info
+	}
+	e, _, err := h.pages.RenderedRepFor(ctx, renderKey(req.Name()), req, who, renderPreview)
 	return e, err
 }
 
