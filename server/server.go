@@ -36,11 +36,20 @@ import (
 // PageService is what the REST handlers need from the page service;
 // *pages.Service is one.
 type PageService interface {
-	// RenderedRepFor's rep may be nil; the answer's ETag is then computed
-	// and its compressed form made per request. who names the client
-	// whose share of the origin budget a fetch is charged to, asked only
-	// on a miss.
-	RenderedRepFor(ctx context.Context, key string, r origin.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
+	// RenderedRepFor's rep is what Represent made when the hot store
+	// held the answer, else nil; the answer's ETag is then computed and
+	// its compressed form made per request. who names the client whose
+	// share of the origin budget a fetch is charged to, asked only on a
+	// miss.
+	RenderedRepFor(ctx context.Context, key string, r origin.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error)
+}
+
+// Represent makes the REST answers' representation with enc (their ETag
+// and compressed forms), for pages.Config.Represent: made once as an
+// answer enters the hot store, so that a hit neither hashes nor
+// compresses.
+func Represent(enc *httpcache.Encoder) func([]byte) pages.Representation {
+	return func(body []byte) pages.Representation { return enc.NewRep(body, true) }
 }
 
 // Widget is the embeddable feed; *widget.Handler is one.
@@ -500,7 +509,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req 
 // or 304 when If-None-Match holds its ETag. rep, when the hot store kept
 // one, has the ETag and compressed forms ready; otherwise they are made
 // now.
-func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqInfo, e cache.Entry, rep *httpcache.Rep) {
+func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqInfo, e cache.Entry, kept pages.Representation) {
+	rep, _ := kept.(*httpcache.Rep)
 	if rep == nil {
 		rep = h.enc.NewRep(e.Value, false)
 	}
