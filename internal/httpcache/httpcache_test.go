@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/httpcache/httpcachetest"
@@ -303,5 +304,43 @@ func TestHandlerPassesEventStreams(t *testing.T) {
 	n, err := io.ReadAtLeast(res.Body, buf, len(":\n\nevent: next"))
 	if err != nil || !strings.HasPrefix(string(buf[:n]), ":\n\nevent: next") {
 		t.Fatalf("read %q, %v; want the first event while the stream is open", buf[:n], err)
+	}
+}
+
+// The one Cache-Control builder: fresh answers are kept downstream until
+// their pages' refresh point, at most a window, then served stale for a
+// window; private with API keys; no-store when nothing is cached.
+func TestCacheControl(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c := httpcache.NewCacheControl(120*time.Second, false)
+	for _, tc := range []struct {
+		refreshAt time.Time
+		stale     bool
+		want      string
+	}{
+		{now.Add(30 * time.Second), false, "public, max-age=30, stale-while-revalidate=120"},
+		{now.Add(30*time.Second + 900*time.Millisecond), false, "public, max-age=30, stale-while-revalidate=120"},
+		{now.Add(time.Hour), false, "public, max-age=120, stale-while-revalidate=120"}, // refreshed ahead: a window at most
+		{now.Add(-time.Second), false, "public, max-age=0, stale-while-revalidate=120"},
+		{now.Add(30 * time.Second), true, "public, max-age=0, stale-while-revalidate=120"},
+	} {
+		if got := c.At(now, tc.refreshAt, tc.stale); got != tc.want {
+			t.Errorf("At(%v, stale %v) = %q, want %q", tc.refreshAt.Sub(now), tc.stale, got, tc.want)
+		}
+	}
+	if got := c.Value(5000); got != "public, max-age=5000, stale-while-revalidate=120" {
+		t.Errorf("an age beyond those made: %q", got)
+	}
+	if h := c.Header(7); len(h) != 1 || cap(h) != 1 || h[0] != c.Value(7) {
+		t.Errorf("Header(7) = %q (cap %d)", h, cap(h))
+	}
+	if got := httpcache.NewCacheControl(10*time.Second, true).Value(3); got != "private, max-age=3, stale-while-revalidate=10" {
+		t.Errorf("private: %q", got)
+	}
+	var none *httpcache.CacheControl
+	for _, off := range []*httpcache.CacheControl{httpcache.NewCacheControl(0, false), none} {
+		if got := off.At(now, now.Add(time.Minute), false); got != httpcache.NoStore {
+			t.Errorf("no refresh window: %q", got)
+		}
 	}
 }
