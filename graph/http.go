@@ -286,8 +286,7 @@ func (a *answer) data(parts [][]byte, clean bool) {
 		h.Set("Cache-Control", a.run.cc.Value(secs))
 		h.Set("ETag", etag)
 		if httpcache.NoneMatch(a.r.Header.Get("If-None-Match"), etag) {
-			h.Del("Content-Type")
-			a.w.WriteHeader(http.StatusNotModified)
+			httpcache.NotModified(a.w)
 			return
 		}
 	}

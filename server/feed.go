@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
@@ -111,24 +110,16 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json; charset=utf-8")
-	hd.Set("Cache-Control", "no-store")
-	if h.enc.Compressible(len(b)) {
-		hd.Add("Vary", "Accept-Encoding")
-		// The compressed form is kept beside the build like the identity
-		// bytes, so the next client with the same query compresses nothing.
-		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
-			id := b
-			if b, err = h.feeds.Rendered(p, feedRenderKey(c), func() ([]byte, error) { return h.enc.Compress(c, id), nil }); err != nil {
-				h.failErr(w, r, err)
-				return
-			}
-			hd.Set("Content-Encoding", c.String())
-		}
+	// The compressed form is kept beside the build like the identity
+	// bytes, so the next client with the same query compresses nothing.
+	f, err := h.enc.Choose(r.Header.Get("Accept-Encoding"), b, "", func(c httpcache.Coding) ([]byte, error) {
+		return h.feeds.Rendered(p, feedRenderKey(c), func() ([]byte, error) { return h.enc.Compress(c, b), nil })
+	})
+	if err != nil {
+		h.failErr(w, r, err)
+		return
 	}
-	hd.Set("Content-Length", strconv.Itoa(len(b)))
-	_, _ = w.Write(b)
+	httpcache.Write(w, r, http.StatusOK, f, "application/json; charset=utf-8", httpcache.NoStore)
 }
 
 // feedRequest checks POST /v1/feed's body with the rules every face's

@@ -158,27 +158,27 @@ type handler struct {
 	mediaLinks MediaService
 	refresh    time.Duration
 	// cc makes the Cache-Control values of answers from cached pages.
-	cc            *httpcache.CacheControl
-	log           *slog.Logger
-	maxBody       int64
-	concurrency   int
-	fanOut        *pages.Gate
-	now           func() time.Time
-	realClock     bool // now is time.Now: Config.Now was not set
-	idPrefix      string
-	idSeq         atomic.Uint64
-	graphQL       bool // Config.GraphQL is mounted at graphQLPath
-	widget        Widget
-	publicURL     string
-	docDates      *docDates // Last-Modified of the feed-reader documents
-	enc           *httpcache.Encoder
-	metrics       *metrics.HTTP
-	requestLog    func(context.Context, RequestLine)
-	ready         []ReadyCheck
-	trusted       []netip.Prefix
-	streams       func(*http.Request) bool // Config.GraphQL's IsStream; nil without
-	proxyWarned   atomic.Int64             // Unix ns of the last warning of warnUntrustedProxy
-	tarpit        *tarpit                  // nil: refusals are answered at once
+	cc          *httpcache.CacheControl
+	log         *slog.Logger
+	maxBody     int64
+	concurrency int
+	fanOut      *pages.Gate
+	now         func() time.Time
+	realClock   bool // now is time.Now: Config.Now was not set
+	idPrefix    string
+	idSeq       atomic.Uint64
+	graphQL     bool // Config.GraphQL is mounted at graphQLPath
+	widget      Widget
+	publicURL   string
+	docDates    *docDates // Last-Modified of the feed-reader documents
+	enc         *httpcache.Encoder
+	metrics     *metrics.HTTP
+	requestLog  func(context.Context, RequestLine)
+	ready       []ReadyCheck
+	trusted     []netip.Prefix
+	streams     func(*http.Request) bool // Config.GraphQL's IsStream; nil without
+	proxyWarned atomic.Int64             // Unix ns of the last warning of warnUntrustedProxy
+	tarpit      *tarpit                  // nil: refusals are answered at once
 }
 
 // New returns the HTTP handler serving the REST API.
