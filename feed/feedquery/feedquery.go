@@ -52,8 +52,9 @@ func (n Names) lists() []string { return []string{n.Channels, n.MediaKinds, n.Ha
 
 // Style is the wording of a face's messages: REST's quotes the name as a
 // JSON field ("limit" must be …), the widget's reads as a form's hint
-// (limit: want …); GraphQL's is the widget's, since its schema's types
-// leave it only the problems both share wording for (BothEnds).
+// (limit: want …); GraphQL's says what feed would (no channels given)
+// and is otherwise the widget's, since its schema's types leave it no
+// other problem to word.
 type Style int
 
 const (
@@ -141,6 +142,9 @@ func (e *Error) Error() string {
 	case BothEnds:
 		return "give first or last, not both: first pages forwards from after, last backwards from before"
 	case Missing:
+		if o.Style == StyleGraphQL {
+			return "no channels given" // as feed says it
+		}
 		if rest {
 			return q(e.Param) + " must list at least one name"
 		}
@@ -310,13 +314,14 @@ func Read(f Fields, o Options) (feed.Request, error) {
 	fail := func(p Problem, param, got string) (feed.Request, error) {
 		return feed.Request{}, newError(p, param, got, o)
 	}
+	if f.First != nil && f.Last != nil {
+		return fail(BothEnds, "", "")
+	}
 	if len(f.Channels) == 0 {
 		return fail(Missing, n.Channels, "")
 	}
 	req := feed.Request{Channels: f.Channels, First: o.DefaultLimit, Order: o.DefaultOrder, After: f.After, Before: f.Before}
 	switch {
-	case f.First != nil && f.Last != nil:
-		return fail(BothEnds, "", "")
 	case f.First != nil:
 		if o.MaxLimit > 0 && (*f.First < o.MinLimit || *f.First > o.MaxLimit) {
 			return fail(OutOfRange, n.Limit, strconv.Itoa(*f.First))

@@ -136,6 +136,9 @@ func TestFirstAndLast(t *testing.T) {
 		!strings.Contains(err.Error(), "give first or last, not both") || !errors.Is(err, feed.ErrBadRequest) {
 		t.Errorf("first and last: %v", err)
 	}
+	if _, err := feedquery.Read(feedquery.Fields{}, gql); err == nil || err.Error() != "no channels given" {
+		t.Errorf("no channels: %v", err)
+	}
 	r, err := feedquery.Read(feedquery.Fields{Channels: []string{"a"}, Last: &three, Before: "c"}, gql)
 	if err != nil || r.Last == nil || *r.Last != 3 || r.First != 50 || r.Before != "c" || r.Order != feed.Ranked {
 		t.Errorf("last: %+v, %v", r, err)
