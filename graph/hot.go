@@ -117,8 +117,8 @@ type hot struct {
 	// noStore is a POST's Cache-Control; a GET's are run.cc's, made
 	// ahead so that a hit formats none.
 	noStore []string
-	vary          [2]string // "Accept", "Accept-Encoding"
-	bodies        sync.Pool // *[]byte: POST bodies being looked up
+	vary    [2]string // "Accept", "Accept-Encoding"
+	bodies  sync.Pool // *[]byte: POST bodies being looked up
 }
 
 func newHot(store *answers, fs *feed.Service, enc *httpcache.Encoder, run *runner, maxBody int64) *hot {
