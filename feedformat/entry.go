@@ -352,27 +352,8 @@ func mediaTitle(ms []parser.Media) string {
 	return name + " and " + strconv.Itoa(len(ms)-1) + " more"
 }
 
-func kindName(k parser.MediaKind) string {
-	switch k {
-	case parser.MediaImage:
-		return "Photo"
-	case parser.MediaVideo:
-		return "Video"
-	case parser.MediaGIF:
-		return "GIF"
-	case parser.MediaVoice:
-		return "Voice message"
-	case parser.MediaRoundVideo:
-		return "Video message"
-	case parser.MediaSticker:
-		return "Sticker"
-	case parser.MediaDocument:
-		return "File"
-	case parser.MediaAudio:
-		return "Audio"
-	}
-	return "Media not shown on the web"
-}
+// kindName is what a reader shows for a medium of kind k.
+func kindName(k parser.MediaKind) string { return feed.NameOfMediaKind(k).Label }
 
 // fileKind says what a medium's file is to a feed reader.
 type fileKind uint8

@@ -89,6 +89,7 @@ func TestFeedRefusesForeignCursors(t *testing.T) {
 		{"other order", map[string]any{"channels": recorded, "first": 3, "order": "RANKED", "after": cur}, "in NEWEST order"},
 		{"altered", map[string]any{"channels": recorded, "first": 3, "order": "NEWEST", "after": alter(cur)}, "is not a feed cursor"},
 		{"first and last", map[string]any{"channels": recorded, "first": 3, "last": 3}, "not both"},
+		{"no channels", map[string]any{"channels": []string{}, "first": 3}, "bad request: no channels given"},
 		{"last out of range", map[string]any{"channels": recorded, "last": -1}, "last must be from 0"},
 	} {
 		r := e.query(t, pagingQuery, c.vars)

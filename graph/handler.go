@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -325,17 +324,13 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 		fast:        fast,
 		schema:      es.Schema(),
 		refresh:     max(cfg.Refresh, 0),
-		swr:         strconv.Itoa(int(max(cfg.Refresh, 0) / time.Second)),
-		cacheScope:  "public",
+		cc:          httpcache.NewCacheControl(cfg.Refresh, cfg.PrivateAnswers),
 		now:         cfg.Now,
 		values:      semaphore.NewWeighted(int64(cfg.MaxExecutingValues)),
 		maxValues:   int64(cfg.MaxExecutingValues),
 		valued:      NewExecutableSchema(Config{Complexity: complexity(0, 1)}),
 		operation:   cfg.Operation,
 		client:      cfg.Client,
-	}
-	if cfg.PrivateAnswers {
-		run.cacheScope = "private"
 	}
 	var hot *hot
 	if fast != nil {

@@ -114,32 +114,15 @@ type hot struct {
 	enc     *httpcache.Encoder
 	run     *runner
 	maxBody int64
-	// cacheControls are the Cache-Control values of GET hits by max-age,
-	// made ahead so that a hit formats none; noStore a POST's.
-	cacheControls [][]string
-	noStore       []string
-	vary          [2]string // "Accept", "Accept-Encoding"
-	bodies        sync.Pool // *[]byte: POST bodies being looked up
+	// noStore is a POST's Cache-Control; a GET's are run.cc's, made
+	// ahead so that a hit formats none.
+	noStore []string
+	vary    [2]string // "Accept", "Accept-Encoding"
+	bodies  sync.Pool // *[]byte: POST bodies being looked up
 }
-
-// maxCachedAges bounds the Cache-Control values made ahead (CACHE_MODE's
-// refresh windows are 10 s and 120 s).
-const maxCachedAges = 600
 
 func newHot(store *answers, fs *feed.Service, enc *httpcache.Encoder, run *runner, maxBody int64) *hot {
-	h := &hot{store: store, feed: fs, enc: enc, run: run, maxBody: maxBody, noStore: []string{"no-store"}, vary: [2]string{"Accept", "Accept-Encoding"}}
-	if run.refresh > 0 {
-		n := min(int(run.refresh/time.Second), maxCachedAges)
-		h.cacheControls = make([][]string, n+1)
-		for age := range h.cacheControls {
-			h.cacheControls[age] = []string{h.formatCacheControl(age)}
-		}
-	}
-	return h
-}
-
-func (h *hot) formatCacheControl(age int) string {
-	return h.run.cacheScope + ", max-age=" + strconv.Itoa(age) + ", stale-while-revalidate=" + h.run.swr
+	return &hot{store: store, feed: fs, enc: enc, run: run, maxBody: maxBody, noStore: []string{httpcache.NoStore}, vary: [2]string{"Accept", "Accept-Encoding"}}
 }
 
 // serve answers r from a kept answer and reports true, or reports false
@@ -276,17 +259,7 @@ func (h *hot) write(w http.ResponseWriter, r *http.Request, a *keptAnswer, get b
 	if !get || h.run.refresh <= 0 {
 		hd["Cache-Control"] = h.noStore
 	} else {
-		age := 0
-		if !stale {
-			if left := refreshAt.Sub(h.run.now()); left > 0 {
-				age = int(min(left, h.run.refresh) / time.Second)
-			}
-		}
-		if age < len(h.cacheControls) {
-			hd["Cache-Control"] = h.cacheControls[age]
-		} else {
-			hd["Cache-Control"] = []string{h.formatCacheControl(age)}
-		}
+		hd["Cache-Control"] = h.run.cc.Header(h.run.cc.MaxAge(h.run.now(), refreshAt, stale))
 		tag := valETag
 		if coding != httpcache.Identity {
 			tag = valWeakETag

@@ -283,11 +283,10 @@ func (a *answer) data(parts [][]byte, clean bool) {
 	} else {
 		// The media type is part of the representation, so of its tag.
 		etag := httpcache.ETag(append([][]byte{[]byte(a.contentType())}, parts...)...)
-		h.Set("Cache-Control", a.run.cacheScope+", max-age="+strconv.Itoa(secs)+", stale-while-revalidate="+a.run.swr)
+		h.Set("Cache-Control", a.run.cc.Value(secs))
 		h.Set("ETag", etag)
 		if httpcache.NoneMatch(a.r.Header.Get("If-None-Match"), etag) {
-			h.Del("Content-Type")
-			a.w.WriteHeader(http.StatusNotModified)
+			httpcache.NotModified(a.w)
 			return
 		}
 	}

@@ -54,7 +54,7 @@ func (r *Resolver) startUpdates(ctx context.Context, channels []string, filter *
 	if len(channels) == 0 {
 		return nil, inputError("channels: give at least one channel to watch")
 	}
-	f, err := feedFilter(filter)
+	f, err := feedFilter(channels, filter)
 	if err != nil {
 		return nil, err
 	}

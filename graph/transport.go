@@ -23,6 +23,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/pages"
 )
 
@@ -137,9 +138,8 @@ type runner struct {
 	fast        *fastPath // nil: every operation goes through the executor
 	hot         *hot      // keeps the fast path's answers by request; nil: none
 	schema      *ast.Schema
-	refresh     time.Duration // the cache's refresh point; 0: nothing is cacheable
-	swr         string        // stale-while-revalidate, in seconds
-	cacheScope  string        // "public", or "private" (HandlerConfig.PrivateAnswers)
+	refresh     time.Duration           // the cache's refresh point; 0: nothing is cacheable
+	cc          *httpcache.CacheControl // Cache-Control of cacheable answers (private with HandlerConfig.PrivateAnswers)
 	now         func() time.Time
 	// values bounds the answers the executor builds at once, weighed in
 	// the values valued estimates they hold (see room); nil: no bound.

@@ -22,7 +22,6 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/internal/flight"
-	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/keys"
 	"github.com/tmefeed/tmefeed/internal/memsize"
 	"github.com/tmefeed/tmefeed/origin"
@@ -75,10 +74,11 @@ type Config struct {
 	// Now is the clock for Refresh; nil means time.Now. It must be the
 	// cache's clock.
 	Now func() time.Time
-	// Encoder, when set, makes the compressed forms of a rendered response
-	// as it enters the hot store, so that they are served from there like
-	// the identity bytes; they count in HotBytes.
-	Encoder *httpcache.Encoder
+	// Represent, when set, makes a face's representation of a rendered
+	// response (its ETag and compressed forms, say) as the response
+	// enters the hot store, so that a hit hands it back ready; it counts
+	// in HotBytes. pages only keeps it: what it is is the face's.
+	Represent func(body []byte) Representation
 
 	// HistoryMaxPages bounds the pages a walk through a channel's history
 	// reads (Posts, History): zero means DefaultHistoryMaxPages.
@@ -100,7 +100,7 @@ type Service struct {
 	held    atomic.Int64 // bytes of the distinct parses anyone holds
 	onParse func(tme.Kind)
 	hot     *otter.Cache[hotKey, hotEntry] // nil when off
-	enc     *httpcache.Encoder
+	rep     func([]byte) Representation
 	refresh time.Duration
 	now     func() time.Time
 
@@ -361,7 +361,7 @@ func New(cfg Config) *Service {
 		onParse: cfg.OnParse,
 		refresh: cfg.Refresh,
 		now:     cfg.Now,
-		enc:     cfg.Encoder,
+		rep:     cfg.Represent,
 
 		mediaOrigins: cfg.MediaOrigins,
 		historyPages: cmp.Or(max(cfg.HistoryMaxPages, 0), DefaultHistoryMaxPages),
@@ -385,7 +385,7 @@ func New(cfg Config) *Service {
 			MaximumWeight: uint64(hotBytes),
 			Weigher: func(key hotKey, e hotEntry) uint32 {
 				// cap: a freshly rendered value may have spare capacity.
-				return uint32(min(memsize.String(len(key.channel))+memsize.String(len(key.name))+memsize.Alloc(cap(e.Value))+e.rep.Size()+hotOverhead, math.MaxUint32))
+				return uint32(min(memsize.String(len(key.channel))+memsize.String(len(key.name))+memsize.Alloc(cap(e.Value))+e.size()+hotOverhead, math.MaxUint32))
 			},
 			// Freshness is checked on every read; expiry only frees memory.
 			ExpiryCalculator: otter.ExpiryWriting[hotKey, hotEntry](cfg.Refresh),
@@ -447,12 +447,19 @@ func (s *Service) RenderedEntry(ctx context.Context, key string, r tme.Request, 
 	return e, err
 }
 
-// RenderedRep is RenderedEntry with the response's HTTP representation
-// (its ETag, and its compressed forms when Config.Encoder is set) when the
-// hot store holds it: made once as it enters the store, so that a hit
-// neither hashes nor compresses. rep is nil when the response is not held
-// there (stale, or the store is off).
-func (s *Service) RenderedRep(ctx context.Context, key string, r tme.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+// Representation is a face's form of a rendered response, made by
+// Config.Represent and kept beside it in the hot store.
+type Representation interface {
+	// Size is the heap it holds beyond the response's bytes.
+	Size() int64
+}
+
+// RenderedRep is RenderedEntry with the response's representation
+// (Config.Represent's) when the hot store holds it: made once as it
+// enters the store, so that a hit neither hashes nor compresses. rep is
+// nil when the response is not held there (stale, the store is off, or
+// no Represent is set).
+func (s *Service) RenderedRep(ctx context.Context, key string, r tme.Request, render func(Result) ([]byte, error)) (e cache.Entry, rep Representation, err error) {
 	return s.RenderedRepFor(ctx, key, r, nil, render)
 }
 
@@ -471,7 +478,7 @@ type ClientNamer interface {
 // made from the address); nil, or an r.Client already set, leaves
 // r.Client as it is. A who that is also a RenderObserver hears when this
 // request's own load rendered the answer.
-func (s *Service) RenderedRepFor(ctx context.Context, key string, r tme.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+func (s *Service) RenderedRepFor(ctx context.Context, key string, r tme.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep Representation, err error) {
 	e, rep, err = s.renderedRep(ctx, key, r, who, render)
 	if err != nil && !r.CacheOnly && errors.Is(err, ErrNotCached) {
 		// Joined a load started by a request that may not fetch, which
@@ -481,7 +488,7 @@ func (s *Service) RenderedRepFor(ctx context.Context, key string, r tme.Request,
 	return e, rep, err
 }
 
-func (s *Service) renderedRep(ctx context.Context, key string, r tme.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep *httpcache.Rep, err error) {
+func (s *Service) renderedRep(ctx context.Context, key string, r tme.Request, who ClientNamer, render func(Result) ([]byte, error)) (e cache.Entry, rep Representation, err error) {
 	if r.Channel == "" {
 		return cache.Entry{}, nil, fmt.Errorf("pages: rendered entry without a channel: %w", ErrBadRequest)
 	}
@@ -528,7 +535,9 @@ func (s *Service) renderedRep(ctx context.Context, key string, r tme.Request, wh
 	}
 	NoteFreshUntil(ctx, e.RefreshAt, e.Stale)
 	if s.hot != nil && !e.Stale && s.fresh(e) {
-		rep = s.enc.NewRep(e.Value, true)
+		if s.rep != nil {
+			rep = s.rep(e.Value)
+		}
 		s.hot.Set(hk, hotEntry{Entry: e, rep: rep})
 	}
 	return e, rep, nil
@@ -548,7 +557,14 @@ type hotKey struct{ channel, name string }
 // hotEntry is a rendered response in the hot store with its representation.
 type hotEntry struct {
 	cache.Entry
-	rep *httpcache.Rep
+	rep Representation // nil without Config.Represent
+}
+
+func (e hotEntry) size() int64 {
+	if e.rep == nil {
+		return 0
+	}
+	return e.rep.Size()
 }
 
 // fresh reports whether e has not reached its refresh point.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fixtures"
-	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/server"
@@ -299,7 +298,7 @@ func TestRESTShapeIsTelegramMe(t *testing.T) {
 // models require, so every optional value in them is missing.
 type sparsePages struct{}
 
-func (sparsePages) RenderedRepFor(_ context.Context, _ string, _ tme.Request, _ pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
+func (sparsePages) RenderedRepFor(_ context.Context, _ string, _ tme.Request, _ pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error) {
 	date := parser.Date{String: "2024-05-01T12:30:00+00:00", Unix: 1714566600}
 	footer := parser.Footer{Date: date}
 	page := &parser.Page{

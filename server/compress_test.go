@@ -185,7 +185,7 @@ func TestRESTRevalidation(t *testing.T) {
 // changingPages answers every route with the bytes it is given.
 type changingPages struct{ value atomic.Pointer[[]byte] }
 
-func (p *changingPages) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
+func (p *changingPages) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error) {
 	return cache.Entry{Value: *p.value.Load(), FetchedAt: time.Now()}, nil, nil
 }
 

@@ -5,9 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
@@ -114,100 +111,50 @@ func (h *handler) feed(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json; charset=utf-8")
-	hd.Set("Cache-Control", "no-store")
-	if h.enc.Compressible(len(b)) {
-		hd.Add("Vary", "Accept-Encoding")
-		// The compressed form is kept beside the build like the identity
-		// bytes, so the next client with the same query compresses nothing.
-		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
-			id := b
-			if b, err = h.feeds.Rendered(p, feedRenderKey(c), func() ([]byte, error) { return h.enc.Compress(c, id), nil }); err != nil {
-				h.failErr(w, r, err)
-				return
-			}
-			hd.Set("Content-Encoding", c.String())
-		}
+	// The compressed form is kept beside the build like the identity
+	// bytes, so the next client with the same query compresses nothing.
+	f, err := h.enc.Choose(r.Header.Get("Accept-Encoding"), b, "", func(c httpcache.Coding) ([]byte, error) {
+		return h.feeds.Rendered(p, feedRenderKey(c), func() ([]byte, error) { return h.enc.Compress(c, b), nil })
+	})
+	if err != nil {
+		h.failErr(w, r, err)
+		return
 	}
-	hd.Set("Content-Length", strconv.Itoa(len(b)))
-	_, _ = w.Write(b)
+	httpcache.Write(w, r, http.StatusOK, f, "application/json; charset=utf-8", httpcache.NoStore)
 }
 
-// feedRequest checks a feed request as a REST face received it (a POST
-// body or a feed reader's query string) and makes it a feed.Request; a
+// feedRequest checks POST /v1/feed's body with the rules every face's
+// feed request passes (feedquery.Read) and makes it a feed.Request; a
 // missing limit is defaultLimit. Messages name the fields as REST spells
 // them.
 func (h *handler) feedRequest(in FeedRequest, defaultLimit int) (feed.Request, *apiError) {
 	bad := func(msg string) (feed.Request, *apiError) {
 		return feed.Request{}, &apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: msg}
 	}
-	if len(in.Channels) == 0 {
-		return bad(`"channels" must list at least one name`)
+	f := feedquery.Fields{Channels: in.Channels, First: in.Limit, After: in.After, Order: in.Order, Since: in.Since}
+	if flt := in.Filter; flt != nil {
+		f.MediaKinds, f.Hashtags, f.Query = flt.MediaKinds, flt.Hashtags, flt.Query
+		if flt.Since != "" {
+			f.Since = flt.Since
+		}
+		f.Until = flt.Until
+		f.ExcludeForwarded, f.ExcludeReplies, f.ExcludeService = flt.ExcludeForwarded, flt.ExcludeReplies, flt.ExcludeService
 	}
-	req := feed.Request{Channels: in.Channels, First: min(defaultLimit, h.feeds.MaxFirst()), After: in.After}
-	if in.Limit != nil {
-		// Checked here so the message names the REST field, not the feed's.
-		if *in.Limit < 0 || *in.Limit > h.feeds.MaxFirst() {
-			return bad(`"limit" must be from 0 to ` + strconv.Itoa(h.feeds.MaxFirst()))
-		}
-		req.First = *in.Limit
-	}
-	if in.Order != "" {
-		o, ok := feedquery.OrderOf(in.Order)
-		if !ok {
-			return bad(`"order" must be one of ` + restOrders())
-		}
-		req.Order = o
-	}
-	if f := in.Filter; f != nil {
-		for _, k := range f.MediaKinds {
-			mk, ok := feedquery.MediaKindOf(k)
-			if !ok {
-				return bad(`"media_kinds" must list kinds among ` + restMediaKinds() + `, not ` + strconv.Quote(clip(k)))
-			}
-			req.Filter.MediaKinds = append(req.Filter.MediaKinds, mk)
-		}
-		req.Filter.Hashtags = f.Hashtags
-		req.Filter.Query = f.Query
-		for _, t := range []struct {
-			name, val string
-			dst       *time.Time
-		}{{"since", f.Since, &req.Filter.Since}, {"until", f.Until, &req.Filter.Until}} {
-			if t.val == "" {
-				continue
-			}
-			v, err := time.Parse(time.RFC3339, t.val)
-			if err != nil {
-				return bad(strconv.Quote(t.name) + ` must be an RFC 3339 date such as 2024-05-01T12:30:00Z, not ` + strconv.Quote(clip(t.val)))
-			}
-			*t.dst = v
-		}
-		req.Filter.ExcludeForwarded = f.ExcludeForwarded
-		req.Filter.ExcludeReplies = f.ExcludeReplies
-		req.Filter.ExcludeService = f.ExcludeService
+	req, err := feedquery.Read(f, feedquery.Options{
+		Names:        feedquery.RESTNames,
+		Style:        feedquery.StyleREST,
+		MaxLimit:     h.feeds.MaxFirst(),
+		DefaultLimit: min(defaultLimit, h.feeds.MaxFirst()),
+	})
+	if err != nil {
+		return bad(err.Error())
 	}
 	// A top-level "since" is the filter's since, for clients that page
 	// back in time without a filter object.
-	if in.Since != "" {
-		if in.Filter != nil && in.Filter.Since != "" {
-			return bad(`give "since" once: at the top level or in "filter"`)
-		}
-		v, err := time.Parse(time.RFC3339, in.Since)
-		if err != nil {
-			return bad(`"since" must be an RFC 3339 date such as 2024-05-01T12:30:00Z, not ` + strconv.Quote(clip(in.Since)))
-		}
-		req.Filter.Since = v
+	if in.Since != "" && in.Filter != nil && in.Filter.Since != "" {
+		return bad(`give "since" once: at the top level or in "filter"`)
 	}
 	return req, nil
-}
-
-func restMediaKinds() string {
-	var names []string
-	for _, k := range parser.MediaKinds() {
-		names = append(names, strconv.Quote(string(k)))
-	}
-	return strings.Join(names, ", ")
 }
 
 // feedRenderKey names a coding's form of the REST feed answer.
@@ -216,14 +163,6 @@ func feedRenderKey(c httpcache.Coding) string {
 		return "rest:v1:zstd"
 	}
 	return "rest:v1:gzip"
-}
-
-func restOrders() string {
-	var names []string
-	for _, o := range feed.Orders() {
-		names = append(names, strconv.Quote(strings.ToLower(string(o))))
-	}
-	return strings.Join(names, ", ")
 }
 
 func renderFeed(p *feed.Page) ([]byte, error) {

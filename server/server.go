@@ -35,11 +35,20 @@ import (
 // PageService is what the REST handlers need from the page service;
 // *pages.Service is one.
 type PageService interface {
-	// RenderedRepFor's rep may be nil; the answer's ETag is then computed
-	// and its compressed form made per request. who names the client
-	// whose share of the origin budget a fetch is charged to, asked only
-	// on a miss.
-	RenderedRepFor(ctx context.Context, key string, r tme.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error)
+	// RenderedRepFor's rep is what Represent made when the hot store
+	// held the answer, else nil; the answer's ETag is then computed and
+	// its compressed form made per request. who names the client whose
+	// share of the origin budget a fetch is charged to, asked only on a
+	// miss.
+	RenderedRepFor(ctx context.Context, key string, r tme.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error)
+}
+
+// Represent makes the REST answers' representation with enc (their ETag
+// and compressed forms), for pages.Config.Represent: made once as an
+// answer enters the hot store, so that a hit neither hashes nor
+// compresses.
+func Represent(enc *httpcache.Encoder) func([]byte) pages.Representation {
+	return func(body []byte) pages.Representation { return enc.NewRep(body, true) }
 }
 
 // Widget is the embeddable feed; *widget.Handler is one.
@@ -153,30 +162,28 @@ type handler struct {
 	feeds      FeedService
 	mediaLinks MediaService
 	refresh    time.Duration
-	swr        string
-	// cacheControls[n] is the Cache-Control value of max-age n.
-	cacheControls []string
-	log           *slog.Logger
-	maxBody       int64
-	concurrency   int
-	fanOut        *pages.Gate
-	now           func() time.Time
-	realClock     bool // now is time.Now: Config.Now was not set
-	idPrefix      string
-	idSeq         atomic.Uint64
-	graphQL       bool // Config.GraphQL is mounted at graphQLPath
-	widget        Widget
-	publicURL     string
-	docDates      *docDates // Last-Modified of the feed-reader documents
-	enc           *httpcache.Encoder
-	metrics       *metrics.HTTP
-	requestLog    func(context.Context, RequestLine)
-	ready         []ReadyCheck
-	trusted       []netip.Prefix
-	cacheScope    string                   // "public", or "private" with API keys on
-	streams       func(*http.Request) bool // Config.GraphQL's IsStream; nil without
-	proxyWarned   atomic.Int64             // Unix ns of the last warning of warnUntrustedProxy
-	tarpit        *tarpit                  // nil: refusals are answered at once
+	// cc makes the Cache-Control values of answers from cached pages.
+	cc          *httpcache.CacheControl
+	log         *slog.Logger
+	maxBody     int64
+	concurrency int
+	fanOut      *pages.Gate
+	now         func() time.Time
+	realClock   bool // now is time.Now: Config.Now was not set
+	idPrefix    string
+	idSeq       atomic.Uint64
+	graphQL     bool // Config.GraphQL is mounted at graphQLPath
+	widget      Widget
+	publicURL   string
+	docDates    *docDates // Last-Modified of the feed-reader documents
+	enc         *httpcache.Encoder
+	metrics     *metrics.HTTP
+	requestLog  func(context.Context, RequestLine)
+	ready       []ReadyCheck
+	trusted     []netip.Prefix
+	streams     func(*http.Request) bool // Config.GraphQL's IsStream; nil without
+	proxyWarned atomic.Int64             // Unix ns of the last warning of warnUntrustedProxy
+	tarpit      *tarpit                  // nil: refusals are answered at once
 }
 
 // New returns the HTTP handler serving the REST API.
@@ -199,12 +206,11 @@ func New(cfg Config) http.Handler {
 		requestLog:  cfg.RequestLog,
 		ready:       cfg.Ready,
 		trusted:     cfg.TrustedProxies,
-		cacheScope:  "public",
 		tarpit:      newTarpit(cfg.Tarpit),
 	}
-	if cfg.Access != nil {
-		h.cacheScope = "private"
-	}
+	// With API keys answers are private, so that no shared cache hands
+	// one consumer's answer to a client without a key.
+	h.cc = httpcache.NewCacheControl(h.refresh, cfg.Access != nil)
 	if st, ok := cfg.GraphQL.(streamTeller); ok {
 		h.streams = st.IsStream
 	}
@@ -222,13 +228,6 @@ func New(cfg Config) http.Handler {
 	}
 	if h.now == nil {
 		h.now, h.realClock = time.Now, true
-	}
-	h.swr = strconv.Itoa(int(h.refresh / time.Second))
-	if h.refresh > 0 {
-		h.cacheControls = make([]string, min(int(h.refresh/time.Second), maxCachedAges)+1)
-		for age := range h.cacheControls {
-			h.cacheControls[age] = h.formatCacheControl(age)
-		}
 	}
 	var p [4]byte
 	_, _ = rand.Read(p[:])
@@ -536,7 +535,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req 
 // or 304 when If-None-Match holds its ETag. rep, when the hot store kept
 // one, has the ETag and compressed forms ready; otherwise they are made
 // now.
-func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqInfo, e cache.Entry, rep *httpcache.Rep) {
+func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqInfo, e cache.Entry, kept pages.Representation) {
+	rep, _ := kept.(*httpcache.Rep)
 	if rep == nil {
 		rep = h.enc.NewRep(e.Value, false)
 	}
@@ -554,7 +554,7 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqIn
 	} else {
 		v = new([6]string)
 	}
-	*v = [6]string{h.cacheControlAt(h.requestTime(info), e.RefreshAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
+	*v = [6]string{h.cc.At(h.requestTime(info), e.RefreshAt, e.Stale), etag, "Accept-Encoding", "application/json; charset=utf-8", "", coding.String()}
 	hd := w.Header()
 	hd["Cache-Control"] = v[0:1:1]
 	hd["Etag"] = v[1:2:2]
@@ -583,52 +583,14 @@ func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqIn
 	}
 }
 
-// cacheControl tells downstream caches what CACHE_MODE tells ours: keep an
-// answer only until the page it came from reaches its refresh point
-// (refreshAt), and never longer than a refresh window (a copy refreshed
-// ahead of time is fresh for somewhat longer, see cache.RefreshAhead),
-// then serve it stale for one more period while revalidating.
+// cacheControl tells downstream caches what CACHE_MODE tells ours (see
+// httpcache.CacheControl): keep an answer only until the page it came
+// from reaches its refresh point (refreshAt), never longer than a refresh
+// window (a copy refreshed ahead of time is fresh for somewhat longer,
+// see cache.RefreshAhead), then serve it stale for one more period while
+// revalidating.
 func (h *handler) cacheControl(refreshAt time.Time, stale bool) string {
-	return h.cacheControlAt(h.now(), refreshAt, stale)
-}
-
-// cacheControlAt is cacheControl at the time now.
-func (h *handler) cacheControlAt(now, refreshAt time.Time, stale bool) string {
-	if h.refresh <= 0 {
-		return "no-store"
-	}
-	age := maxAgeAt(now, refreshAt, stale, h.refresh)
-	if age < len(h.cacheControls) {
-		return h.cacheControls[age]
-	}
-	return h.formatCacheControl(age)
-}
-
-// maxCachedAges bounds the Cache-Control values made ahead: one per
-// max-age up to the refresh window (CACHE_MODE's are 10 s and 120 s), so
-// that a hit formats none.
-const maxCachedAges = 600
-
-func (h *handler) formatCacheControl(age int) string {
-	return h.cacheScope + ", max-age=" + strconv.Itoa(age) + ", stale-while-revalidate=" + h.swr
-}
-
-func (h *handler) maxAge(refreshAt time.Time, stale bool) int {
-	return maxAgeAt(h.now(), refreshAt, stale, h.refresh)
-}
-
-func maxAgeAt(now, refreshAt time.Time, stale bool, refresh time.Duration) int {
-	if stale {
-		return 0
-	}
-	left := refreshAt.Sub(now)
-	if left <= 0 {
-		return 0
-	}
-	if left > refresh {
-		left = refresh
-	}
-	return int(left / time.Second)
+	return h.cc.At(h.now(), refreshAt, stale)
 }
 
 // requestTime is the time a cached answer's max-age counts from: with the
@@ -694,7 +656,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		out[key] = res.Value.Value
-		if age := time.Duration(h.maxAge(res.Value.RefreshAt, res.Value.Stale)) * time.Second; age < maxAge {
+		if age := time.Duration(h.cc.MaxAge(h.now(), res.Value.RefreshAt, res.Value.Stale)) * time.Second; age < maxAge {
 			maxAge = age
 		}
 	}
@@ -708,9 +670,9 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	if cacheable {
 		// POST answers are rarely cached downstream, but the header is kept
 		// consistent with the GET routes.
-		hd.Set("Cache-Control", h.cacheScope+", max-age="+strconv.Itoa(int(maxAge/time.Second))+", stale-while-revalidate="+h.swr)
+		hd.Set("Cache-Control", h.cc.Value(int(maxAge/time.Second)))
 	} else {
-		hd.Set("Cache-Control", "no-store")
+		hd.Set("Cache-Control", httpcache.NoStore)
 	}
 	_, _ = w.Write(b)
 }

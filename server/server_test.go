@@ -122,13 +122,13 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	svc := opts.pages
 	if svc == nil {
 		svc = pages.New(pages.Config{
-			Cache:    mem,
-			Origin:   client,
-			OnParse:  func(tme.Kind) { e.parses.Add(1) },
-			Refresh:  opts.refresh,
-			HotBytes: opts.hotBytes,
-			Now:      e.clock.Now,
-			Encoder:  opts.encoder,
+			Cache:     mem,
+			Origin:    client,
+			OnParse:   func(tme.Kind) { e.parses.Add(1) },
+			Refresh:   opts.refresh,
+			HotBytes:  opts.hotBytes,
+			Now:       e.clock.Now,
+			Represent: server.Represent(opts.encoder),
 		})
 	}
 	cfg := server.Config{Pages: svc, Refresh: opts.refresh, Now: e.clock.Now, GraphQL: opts.graphQL, Playground: opts.playground, CORSOrigins: opts.cors, PublicURL: opts.publicURL, Encoder: opts.encoder}
@@ -714,7 +714,7 @@ func TestNoInputGives500(t *testing.T) {
 // panicking is a page service that panics, to exercise the last resort.
 type panicking struct{}
 
-func (panicking) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, *httpcache.Rep, error) {
+func (panicking) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error) {
 	panic("boom")
 }
 

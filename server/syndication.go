@@ -112,20 +112,18 @@ func (h *handler) homeURL(base string, channels []string) string {
 // and readers fetch it whole, so a range request gets the whole answer
 // (200), in the same coding and with the same headers as any GET.
 func (h *handler) writeDocument(w http.ResponseWriter, r *http.Request, p *feed.Page, key string, body []byte, etag string, modified time.Time) {
-	hd := w.Header()
-	coding := httpcache.Identity
-	if h.enc.Compressible(len(body)) {
-		hd.Add("Vary", "Accept-Encoding")
-		if c := httpcache.Negotiate(header(r.Header, "Accept-Encoding")); c != httpcache.Identity {
-			coded, err := h.feeds.Rendered(p, key+"\x00"+c.String(), func() ([]byte, error) { return h.enc.Compress(c, body), nil })
-			if err != nil { // the compression cannot fail; Rendered's contract can
-				h.failErr(w, r, err)
-				return
-			}
-			body, etag, coding = coded, httpcache.Weak(etag), c
-		}
+	// A compressed form is made once per build and kept beside the
+	// document.
+	f, err := h.enc.Choose(header(r.Header, "Accept-Encoding"), body, etag, func(c httpcache.Coding) ([]byte, error) {
+		return h.feeds.Rendered(p, key+"\x00"+c.String(), func() ([]byte, error) { return h.enc.Compress(c, body), nil })
+	})
+	if err != nil { // the compression cannot fail; Rendered's contract can
+		h.failErr(w, r, err)
+		return
 	}
-	hd.Set("ETag", etag)
+	hd := w.Header()
+	httpcache.WriteValidators(hd, f, "")
+	etag = f.ETag
 	if !modified.IsZero() {
 		hd.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
 	}
@@ -139,14 +137,7 @@ func (h *handler) writeDocument(w http.ResponseWriter, r *http.Request, p *feed.
 		w.WriteHeader(status)
 		return
 	}
-	if coding != httpcache.Identity {
-		hd.Set("Content-Encoding", coding.String())
-	}
-	hd.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(body)
-	}
+	httpcache.Send(w, r, http.StatusOK, f, "")
 }
 
 // preconditions evaluates a GET's conditional fields in RFC 9110's order

@@ -78,24 +78,5 @@ func (h *Handler) asset(w http.ResponseWriter, r *http.Request, name string) {
 	}
 	// A HEAD gets the headers of the same GET: the form Accept-Encoding
 	// picks, its length and its ETag (weak for a compressed form).
-	body, coding, etag, vary := h.enc.Select(a.rep, r.Header.Get("Accept-Encoding"))
-	hd := w.Header()
-	if vary {
-		hd.Add("Vary", "Accept-Encoding")
-	}
-	hd.Set("ETag", etag)
-	hd.Set("Cache-Control", "public, max-age=31536000, immutable")
-	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
-	}
-	hd.Set("Content-Type", a.ctype)
-	if coding != httpcache.Identity {
-		hd.Set("Content-Encoding", coding.String())
-	}
-	hd.Set("Content-Length", a.rep.ContentLength(coding))
-	if r.Method == http.MethodHead {
-		return
-	}
-	_, _ = w.Write(body)
+	httpcache.Write(w, r, http.StatusOK, h.enc.ChooseRep(a.rep, r.Header.Get("Accept-Encoding")), a.ctype, "public, max-age=31536000, immutable")
 }

@@ -3,11 +3,10 @@ package widget
 import (
 	"encoding/json"
 	"slices"
-	"time"
 
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feed"
-	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/feed/feedquery"
 )
 
 // liveDocument is the subscription a widget page opens. It asks only for
@@ -17,20 +16,6 @@ import (
 const liveDocument = `subscription WidgetUpdates($channels: [String!]!, $filter: FeedFilter) {
   feedUpdates(channels: $channels, filter: $filter) { kind post { channel messageId } }
 }`
-
-// graphQLMediaKinds spells the parser's media kinds as the schema's
-// MediaKind enum does (a test checks them against graph/model's mapping).
-var graphQLMediaKinds = map[parser.MediaKind]string{
-	parser.MediaImage:       "IMAGE",
-	parser.MediaVideo:       "VIDEO",
-	parser.MediaGIF:         "GIF",
-	parser.MediaVoice:       "VOICE",
-	parser.MediaRoundVideo:  "ROUND_VIDEO",
-	parser.MediaSticker:     "STICKER",
-	parser.MediaDocument:    "DOCUMENT",
-	parser.MediaAudio:       "AUDIO",
-	parser.MediaUnsupported: "UNSUPPORTED",
-}
 
 // liveFilter is the schema's FeedFilter input; unset fields are left out.
 type liveFilter struct {
@@ -66,18 +51,10 @@ func (h *Handler) liveRequest(v view, p *feed.Page) string {
 	if len(channels) == 0 {
 		return ""
 	}
-	f := v.req.Filter
-	lf := liveFilter{Hashtags: f.Hashtags, Query: f.Query, ExcludeForwarded: f.ExcludeForwarded,
-		ExcludeReplies: f.ExcludeReplies, ExcludeService: f.ExcludeService}
-	for _, k := range f.MediaKinds {
-		lf.MediaKinds = append(lf.MediaKinds, graphQLMediaKinds[k])
-	}
-	if !f.Since.IsZero() {
-		lf.Since = f.Since.Format(time.RFC3339)
-	}
-	if !f.Until.IsZero() {
-		lf.Until = f.Until.Format(time.RFC3339)
-	}
+	// Written back by the reader that read it, as the schema spells it.
+	f := feedquery.FieldsOf(v.req, true)
+	lf := liveFilter{MediaKinds: f.MediaKinds, Hashtags: f.Hashtags, Query: f.Query, Since: f.Since, Until: f.Until,
+		ExcludeForwarded: f.ExcludeForwarded, ExcludeReplies: f.ExcludeReplies, ExcludeService: f.ExcludeService}
 	body := struct {
 		Query         string         `json:"query"`
 		OperationName string         `json:"operationName"`

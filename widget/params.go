@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
 	"github.com/tmefeed/tmefeed/feed/feedquery"
@@ -79,7 +78,8 @@ func parseView(raw string, maxChannels, maxLimit int) (view, error) {
 }
 
 // canonicalQuery writes the feed's parameters back in one order, leaving
-// out defaults, so equal feeds have equal fragment URLs.
+// out defaults, so equal feeds have equal fragment URLs. The request is
+// written back by the reader that read it (feedquery.FieldsOf).
 func canonicalQuery(v view) string {
 	var b strings.Builder
 	add := func(k string, vals ...string) {
@@ -95,37 +95,32 @@ func canonicalQuery(v view) string {
 			b.WriteString(url.QueryEscape(val))
 		}
 	}
-	add("channels", v.req.Channels...)
+	n := feedquery.GraphQLNames
+	f := feedquery.FieldsOf(v.req, false)
+	add(n.Channels, f.Channels...)
 	if v.limit != defaultLimit {
-		add("limit", strconv.Itoa(v.limit))
+		add(n.Limit, strconv.Itoa(v.limit))
 	}
 	if v.req.Order != defaultOrder {
-		add("order", strings.ToLower(string(v.req.Order)))
+		add(n.Order, strings.ToLower(f.Order))
 	}
-	f := v.req.Filter
-	if len(f.MediaKinds) > 0 {
-		var ks []string
-		for _, k := range f.MediaKinds {
-			ks = append(ks, string(k))
+	for _, l := range []struct {
+		k    string
+		vals []string
+	}{{n.MediaKinds, f.MediaKinds}, {n.Hashtags, f.Hashtags}} {
+		if len(l.vals) > 0 {
+			add(l.k, l.vals...)
 		}
-		add("mediaKinds", ks...)
 	}
-	if len(f.Hashtags) > 0 {
-		add("hashtags", f.Hashtags...)
-	}
-	if f.Query != "" {
-		add("query", f.Query)
-	}
-	if !f.Since.IsZero() {
-		add("since", f.Since.Format(time.RFC3339))
-	}
-	if !f.Until.IsZero() {
-		add("until", f.Until.Format(time.RFC3339))
+	for _, s := range []struct{ k, v string }{{n.Query, f.Query}, {n.Since, f.Since}, {n.Until, f.Until}} {
+		if s.v != "" {
+			add(s.k, s.v)
+		}
 	}
 	for _, x := range []struct {
 		k string
 		b bool
-	}{{"excludeForwarded", f.ExcludeForwarded}, {"excludeReplies", f.ExcludeReplies}, {"excludeService", f.ExcludeService}} {
+	}{{n.ExcludeForwarded, f.ExcludeForwarded}, {n.ExcludeReplies, f.ExcludeReplies}, {n.ExcludeService, f.ExcludeService}} {
 		if x.b {
 			add(x.k, "true")
 		}

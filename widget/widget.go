@@ -343,28 +343,15 @@ func (h *Handler) fragmentTag(p *feed.Page) string { return tag(p.Key, renderVer
 // which If-None-Match still matches (the weak comparison). A HEAD gets
 // the headers of the same GET.
 func (h *Handler) send(w http.ResponseWriter, r *http.Request, p *feed.Page, key, etag string, body []byte) {
-	hd := w.Header()
-	if h.enc.Compressible(len(body)) {
-		hd.Add("Vary", "Accept-Encoding")
-		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
-			coded, err := h.feeds.Rendered(p, key+"\x00"+c.String(), func() ([]byte, error) { return h.enc.Compress(c, body), nil })
-			if err != nil { // the compression cannot fail; Rendered's contract can
-				h.failFeed(w, err)
-				return
-			}
-			body, etag = coded, httpcache.Weak(etag)
-			hd.Set("Content-Encoding", c.String())
-		}
-	}
-	hd.Set("ETag", etag)
-	// Pages are revalidated on every use: their posts change.
-	hd.Set("Cache-Control", "no-cache")
-	if httpcache.NoneMatch(r.Header.Get("If-None-Match"), etag) {
-		hd.Del("Content-Encoding")
-		w.WriteHeader(http.StatusNotModified)
+	f, err := h.enc.Choose(r.Header.Get("Accept-Encoding"), body, etag, func(c httpcache.Coding) ([]byte, error) {
+		return h.feeds.Rendered(p, key+"\x00"+c.String(), func() ([]byte, error) { return h.enc.Compress(c, body), nil })
+	})
+	if err != nil { // the compression cannot fail; Rendered's contract can
+		h.failFeed(w, err)
 		return
 	}
-	writeHTML(w, r, body)
+	// Pages are revalidated on every use: their posts change.
+	httpcache.Write(w, r, http.StatusOK, f, htmlType, "no-cache")
 }
 
 // tag makes a strong ETag of the parts an answer depends on.
@@ -381,31 +368,12 @@ func tag(parts ...string) string {
 // beside a build), compressed now in the coding Accept-Encoding picks; a
 // HEAD gets the headers of the same GET.
 func (h *Handler) writeOnce(w http.ResponseWriter, r *http.Request, status int, b []byte) {
-	hd := w.Header()
-	if h.enc.Compressible(len(b)) {
-		hd.Add("Vary", "Accept-Encoding")
-		if c := httpcache.Negotiate(r.Header.Get("Accept-Encoding")); c != httpcache.Identity {
-			b = h.enc.Compress(c, b)
-			hd.Set("Content-Encoding", c.String())
-		}
-	}
-	hd.Set("Content-Type", "text/html; charset=utf-8")
-	hd.Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(b)
-	}
+	f, _ := h.enc.Choose(r.Header.Get("Accept-Encoding"), b, "", nil) // compressed now: no error
+	httpcache.WriteValidators(w.Header(), f, "")
+	httpcache.Send(w, r, status, f, htmlType)
 }
 
-func writeHTML(w http.ResponseWriter, r *http.Request, b []byte) {
-	hd := w.Header()
-	hd.Set("Content-Type", "text/html; charset=utf-8")
-	hd.Set("Content-Length", strconv.Itoa(len(b)))
-	if r.Method == http.MethodHead {
-		return
-	}
-	_, _ = w.Write(b)
-}
+const htmlType = "text/html; charset=utf-8"
 
 // failFeed writes a failure of the feed as the error page, with the status
 // every face gives its fault kind.

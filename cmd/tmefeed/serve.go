@@ -380,7 +380,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		Refresh:     cfg.Refresh,
 		HotBytes:    st.budget.Hot,
 		ParsedBytes: st.budget.Parsed,
-		Encoder:     enc,
+		Represent:   server.Represent(enc),
 		// Feeds with since and long post windows walk this deep.
 		HistoryMaxPages: cfg.HistoryMaxPages,
 		MediaOrigins:    cfg.mediaOrigins(),

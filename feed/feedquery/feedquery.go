@@ -1,12 +1,16 @@
-// Package feedquery reads a feed request from a URL query string, for the
-// faces that take one: the feed-reader documents (GET /v1/rss, /v1/atom,
-// /v1/jsonfeed) and the embeddable widget (GET /embed). Both read the same
-// fields with the same rules — lists comma-separated, every other
-// parameter given once, unknown parameters refused rather than ignored,
-// media kinds, orders, dates and flags spelled one way — and both say
-// what is wrong in messages written here. Each face keeps its own
-// spelling of the parameter names (REST's snake_case, the widget's
-// GraphQL field names), so links already out in the world keep working.
+// Package feedquery is the one reader of feed requests: every face that
+// takes a feed (POST /v1/feed's body, GraphQL's feed arguments, the
+// feed-reader documents' query strings, the widget's) gathers what it
+// received in Fields and has Read check it and make it a feed.Request,
+// with the same rules — channels required, limits, orders, media kinds
+// and dates spelled one way — and messages written here. Parse reads a
+// URL query string into Fields first (lists comma-separated, every other
+// parameter given once, unknown parameters refused rather than ignored),
+// and FieldsOf writes a request back, for a face that passes it on (the
+// widget's subscription and its canonical address). Each face keeps its
+// own spelling of the parameter names (REST's snake_case, GraphQL's field
+// names) and its wording, so links and clients already out in the world
+// keep working.
 package feedquery
 
 import (
@@ -18,7 +22,6 @@ import (
 	"time"
 
 	"github.com/tmefeed/tmefeed/feed"
-	"github.com/tmefeed/tmefeed/parser"
 )
 
 // Names spells a face's parameters.
@@ -49,12 +52,15 @@ func (n Names) lists() []string { return []string{n.Channels, n.MediaKinds, n.Ha
 
 // Style is the wording of a face's messages: REST's quotes the name as a
 // JSON field ("limit" must be …), the widget's reads as a form's hint
-// (limit: want …).
+// (limit: want …); GraphQL's says what feed would (no channels given)
+// and is otherwise the widget's, since its schema's types leave it no
+// other problem to word.
 type Style int
 
 const (
 	StyleREST Style = iota
 	StyleWidget
+	StyleGraphQL
 )
 
 // Options says how a face reads its query.
@@ -68,7 +74,8 @@ type Options struct {
 	// values joined (channels=a&channels=b,c), as feed readers' URL
 	// builders write them. Without it every parameter is given once.
 	RepeatLists bool
-	// Limits of the limit parameter, and its value when not given.
+	// Limits of the limit parameter, and its value when not given. A
+	// MaxLimit of 0 leaves the range to feed, which checks it anyway.
 	MinLimit, MaxLimit, DefaultLimit int
 	// DefaultOrder is the order when none is given ("" is feed's).
 	DefaultOrder feed.Order
@@ -100,6 +107,7 @@ const (
 	BadMediaKind
 	BadTime
 	BadBool
+	BothEnds // both first and last (GraphQL): Relay's spec discourages it
 )
 
 // Error is a parameter the face cannot answer; its text says what to fix,
@@ -131,7 +139,12 @@ func (e *Error) Error() string {
 			return q(e.Param) + " must be given once"
 		}
 		return fmt.Sprintf("%q is given %d times; give it once (lists are comma-separated)", e.Param, e.Count)
+	case BothEnds:
+		return "give first or last, not both: first pages forwards from after, last backwards from before"
 	case Missing:
+		if o.Style == StyleGraphQL {
+			return "no channels given" // as feed says it
+		}
 		if rest {
 			return q(e.Param) + " must list at least one name"
 		}
@@ -158,11 +171,11 @@ func (e *Error) Error() string {
 		return e.Param + ": want " + strings.Join(names, " or ") + ", got " + q(e.Got)
 	case BadMediaKind:
 		var names []string
-		for _, k := range parser.MediaKinds() {
+		for _, k := range feed.MediaKindNames() {
 			if rest {
-				names = append(names, q(string(k)))
+				names = append(names, q(string(k.Kind)))
 			} else {
-				names = append(names, string(k))
+				names = append(names, string(k.Kind))
 			}
 		}
 		if rest {
@@ -226,10 +239,16 @@ func Parse(raw string, o Options) (Query, error) {
 		}
 		return l
 	}
-	req := &out.Request
-	req.Order = o.DefaultOrder
-	req.First = o.DefaultLimit
-	if req.Channels = list(n.Channels); len(req.Channels) == 0 {
+	f := Fields{
+		Channels:   list(n.Channels),
+		Order:      vals.Get(n.Order),
+		MediaKinds: list(n.MediaKinds),
+		Hashtags:   list(n.Hashtags),
+		Query:      strings.TrimSpace(vals.Get(n.Query)),
+		Since:      vals.Get(n.Since),
+		Until:      vals.Get(n.Until),
+	}
+	if len(f.Channels) == 0 {
 		return fail(Missing, n.Channels, "")
 	}
 	if s := vals.Get(n.Limit); vals.Has(n.Limit) {
@@ -240,39 +259,11 @@ func Parse(raw string, o Options) (Query, error) {
 		if v < o.MinLimit || v > o.MaxLimit {
 			return fail(OutOfRange, n.Limit, s)
 		}
-		req.First = v
+		f.First = &v
 	}
-	if s := vals.Get(n.Order); s != "" {
-		ord, ok := OrderOf(s)
-		if !ok {
-			return fail(BadOrder, n.Order, s)
-		}
-		req.Order = ord
-	}
-	f := &req.Filter
-	for _, s := range list(n.MediaKinds) {
-		k, ok := MediaKindOf(s)
-		if !ok {
-			return fail(BadMediaKind, n.MediaKinds, s)
-		}
-		if !slices.Contains(f.MediaKinds, k) {
-			f.MediaKinds = append(f.MediaKinds, k)
-		}
-	}
-	f.Hashtags = list(n.Hashtags)
-	f.Query = strings.TrimSpace(vals.Get(n.Query))
-	for _, t := range []struct {
-		name string
-		dst  *time.Time
-	}{{n.Since, &f.Since}, {n.Until, &f.Until}} {
-		if s := vals.Get(t.name); s != "" {
-			v, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				return fail(BadTime, t.name, s)
-			}
-			*t.dst = v
-		}
-	}
+	// The flags are read last, as before the other fields were checked
+	// by Read: the first problem reported stays the same.
+	var badBool *Error
 	for _, b := range []struct {
 		name string
 		dst  *bool
@@ -283,36 +274,134 @@ func Parse(raw string, o Options) (Query, error) {
 		// Present without a value (?exclude_service) means true.
 		v, s := true, vals.Get(b.name)
 		if s != "" {
-			if v, err = strconv.ParseBool(s); err != nil {
-				return fail(BadBool, b.name, s)
+			if v, err = strconv.ParseBool(s); err != nil && badBool == nil {
+				badBool = &Error{Param: b.name, Problem: BadBool, Got: Clip(s), opts: &o}
 			}
 		}
 		*b.dst = v
 	}
+	if out.Request, err = Read(f, o); err != nil {
+		return Query{}, err
+	}
+	if badBool != nil {
+		return Query{}, badBool
+	}
 	return out, nil
 }
 
-// OrderOf reads a feed order by its name, case-insensitively ("newest",
-// "RANKED").
-func OrderOf(s string) (feed.Order, bool) {
-	for _, o := range feed.Orders() {
-		if strings.EqualFold(s, string(o)) {
-			return o, true
-		}
-	}
-	return "", false
+// Fields is a feed request as a face received it, before it is checked:
+// a query string's parameters, POST /v1/feed's body, GraphQL's arguments.
+type Fields struct {
+	Channels    []string
+	First, Last *int // nil: not given (Last is GraphQL's only)
+	After       string
+	Before      string
+	Order       string   // a feed.Order's name, in any case; "" for the default
+	MediaKinds  []string // as REST or GraphQL spells them (feed.MediaKindOf)
+	Hashtags    []string
+	Query       string
+	// Since and Until are RFC 3339 dates; "" for none.
+	Since, Until string
+
+	ExcludeForwarded, ExcludeReplies, ExcludeService bool
 }
 
-// MediaKindOf reads a media kind as the parser ("image", "roundvideo") or
-// GraphQL ("IMAGE", "ROUND_VIDEO") spells it.
-func MediaKindOf(s string) (parser.MediaKind, bool) {
-	norm := strings.ToLower(strings.ReplaceAll(s, "_", ""))
-	for _, k := range parser.MediaKinds() {
-		if norm == string(k) {
-			return k, true
+// Read checks a face's feed request as o says and makes it a
+// feed.Request. feed checks the rest (channel names and counts, cursors,
+// since before until) with its own messages.
+func Read(f Fields, o Options) (feed.Request, error) {
+	n := &o.Names
+	fail := func(p Problem, param, got string) (feed.Request, error) {
+		return feed.Request{}, newError(p, param, got, o)
+	}
+	if f.First != nil && f.Last != nil {
+		return fail(BothEnds, "", "")
+	}
+	if len(f.Channels) == 0 {
+		return fail(Missing, n.Channels, "")
+	}
+	req := feed.Request{Channels: f.Channels, First: o.DefaultLimit, Order: o.DefaultOrder, After: f.After, Before: f.Before}
+	switch {
+	case f.First != nil:
+		if o.MaxLimit > 0 && (*f.First < o.MinLimit || *f.First > o.MaxLimit) {
+			return fail(OutOfRange, n.Limit, strconv.Itoa(*f.First))
+		}
+		req.First = *f.First
+	case f.Last != nil:
+		req.Last = f.Last
+	}
+	if f.Order != "" {
+		ord, ok := feed.OrderOf(f.Order)
+		if !ok {
+			return fail(BadOrder, n.Order, f.Order)
+		}
+		req.Order = ord
+	}
+	flt := &req.Filter
+	for _, s := range f.MediaKinds {
+		k, ok := feed.MediaKindOf(s)
+		if !ok {
+			return fail(BadMediaKind, n.MediaKinds, s)
+		}
+		if !slices.Contains(flt.MediaKinds, k) {
+			flt.MediaKinds = append(flt.MediaKinds, k)
 		}
 	}
-	return "", false
+	flt.Hashtags = f.Hashtags
+	flt.Query = f.Query
+	var ok bool
+	if flt.Since, ok = readTime(f.Since); !ok {
+		return fail(BadTime, n.Since, f.Since)
+	}
+	if flt.Until, ok = readTime(f.Until); !ok {
+		return fail(BadTime, n.Until, f.Until)
+	}
+	flt.ExcludeForwarded = f.ExcludeForwarded
+	flt.ExcludeReplies = f.ExcludeReplies
+	flt.ExcludeService = f.ExcludeService
+	return req, nil
+}
+
+// newError is an Error with its own copy of o, so that a request read
+// without a problem does not move its Options to the heap.
+func newError(p Problem, param, got string, o Options) *Error {
+	return &Error{Param: param, Problem: p, Got: Clip(got), opts: &o}
+}
+
+// readTime reads an RFC 3339 date; "" is the zero time.
+func readTime(s string) (time.Time, bool) {
+	if s == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	return t, err == nil
+}
+
+// FieldsOf writes req back as Fields, for a face that passes a request
+// on: media kinds spelled as GraphQL's enum when graphQL is set, else as
+// REST spells them; dates in RFC 3339 (to the nanosecond, so that Read
+// gives the same instant back); First always set, Last when set.
+func FieldsOf(req feed.Request, graphQL bool) Fields {
+	flt := req.Filter
+	f := Fields{
+		Channels: req.Channels, First: &req.First, Last: req.Last, After: req.After, Before: req.Before,
+		Order: string(req.Order), Hashtags: flt.Hashtags, Query: flt.Query,
+		ExcludeForwarded: flt.ExcludeForwarded, ExcludeReplies: flt.ExcludeReplies, ExcludeService: flt.ExcludeService,
+	}
+	for _, k := range flt.MediaKinds {
+		if graphQL {
+			f.MediaKinds = append(f.MediaKinds, feed.NameOfMediaKind(k).GraphQL)
+		} else {
+			f.MediaKinds = append(f.MediaKinds, string(k))
+		}
+	}
+	if !flt.Since.IsZero() {
+		f.Since = flt.Since.Format(time.RFC3339Nano)
+	}
+	if !flt.Until.IsZero() {
+		f.Until = flt.Until.Format(time.RFC3339Nano)
+	}
+	return f
 }
 
 // Clip shortens what a client sent before it is shown back.

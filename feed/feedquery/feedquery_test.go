@@ -94,3 +94,80 @@ func TestMistakesAreNamed(t *testing.T) {
 		t.Errorf("a long value is not clipped: %v", err)
 	}
 }
+
+// A request given as fields (a JSON body, GraphQL's arguments) reads as
+// the same query string does, and with the same messages.
+func TestFieldsReadAsTheQueryString(t *testing.T) {
+	q, err := feedquery.Parse("channels=a,b&limit=7&order=newest&media_kinds=IMAGE,image,roundvideo&hashtags=x&query=cats"+
+		"&since=2026-01-01T00:00:00Z&until=2026-02-01T00:00:00Z&exclude_service", rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seven := 7
+	f := feedquery.Fields{Channels: []string{"a", "b"}, First: &seven, Order: "NEWEST", MediaKinds: []string{"image", "IMAGE", "ROUND_VIDEO"},
+		Hashtags: []string{"x"}, Query: "cats", Since: "2026-01-01T00:00:00Z", Until: "2026-02-01T00:00:00Z", ExcludeService: true}
+	got, err := feedquery.Read(f, rest)
+	if err != nil || !equal(got, q.Request) {
+		t.Errorf("Read: %+v, %v; want %+v", got, err, q.Request)
+	}
+	tooMany := 501
+	for _, c := range []struct {
+		f   feedquery.Fields
+		msg string
+	}{
+		{feedquery.Fields{}, `"channels" must list at least one name`},
+		{feedquery.Fields{Channels: []string{"a"}, First: &tooMany}, `"limit" must be from 0 to 500`},
+		{feedquery.Fields{Channels: []string{"a"}, Order: "oldest"}, `"order" must be one of "newest", "ranked"`},
+		{feedquery.Fields{Channels: []string{"a"}, MediaKinds: []string{"photo"}}, `"media_kinds" must list kinds among "image", "video"`},
+		{feedquery.Fields{Channels: []string{"a"}, Until: "soon"}, `"until" must be an RFC 3339 date such as 2024-05-01T12:30:00Z, not "soon"`},
+	} {
+		if _, err := feedquery.Read(c.f, rest); err == nil || !strings.Contains(err.Error(), c.msg) || !errors.Is(err, feed.ErrBadRequest) {
+			t.Errorf("%+v: %v; want %q", c.f, err, c.msg)
+		}
+	}
+}
+
+// GraphQL's arguments: first and last together are refused; either alone
+// pages, and nothing given is the defaults.
+func TestFirstAndLast(t *testing.T) {
+	gql := feedquery.Options{Names: feedquery.GraphQLNames, Style: feedquery.StyleGraphQL, DefaultLimit: 50, DefaultOrder: feed.Ranked}
+	three := 3
+	if _, err := feedquery.Read(feedquery.Fields{Channels: []string{"a"}, First: &three, Last: &three}, gql); err == nil ||
+		!strings.Contains(err.Error(), "give first or last, not both") || !errors.Is(err, feed.ErrBadRequest) {
+		t.Errorf("first and last: %v", err)
+	}
+	if _, err := feedquery.Read(feedquery.Fields{}, gql); err == nil || err.Error() != "no channels given" {
+		t.Errorf("no channels: %v", err)
+	}
+	r, err := feedquery.Read(feedquery.Fields{Channels: []string{"a"}, Last: &three, Before: "c"}, gql)
+	if err != nil || r.Last == nil || *r.Last != 3 || r.First != 50 || r.Before != "c" || r.Order != feed.Ranked {
+		t.Errorf("last: %+v, %v", r, err)
+	}
+	// Without a MaxLimit the page size is feed's to check.
+	big := 10000
+	if r, err := feedquery.Read(feedquery.Fields{Channels: []string{"a"}, First: &big}, gql); err != nil || r.First != big {
+		t.Errorf("first %d: %+v, %v", big, r, err)
+	}
+}
+
+// What FieldsOf writes back, Read reads as the same request, in either
+// spelling of media kinds; dates keep their instant to the nanosecond.
+func TestFieldsOfReadsBack(t *testing.T) {
+	last := 4
+	req := feed.Request{Channels: []string{"a", "b"}, First: 9, Last: &last, After: "x", Before: "y", Order: feed.Newest, Filter: feed.Filter{
+		MediaKinds: []parser.MediaKind{parser.MediaRoundVideo, parser.MediaImage}, Hashtags: []string{"h"}, Query: "q",
+		Since: time.Date(2026, 1, 1, 0, 0, 0, 5, time.UTC), Until: time.Date(2026, 2, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)),
+		ExcludeForwarded: true, ExcludeReplies: true,
+	}}
+	for _, graphQL := range []bool{false, true} {
+		f := feedquery.FieldsOf(req, graphQL)
+		if graphQL && !slices.Equal(f.MediaKinds, []string{"ROUND_VIDEO", "IMAGE"}) || !graphQL && !slices.Equal(f.MediaKinds, []string{"roundvideo", "image"}) {
+			t.Errorf("graphQL %v: media kinds %q", graphQL, f.MediaKinds)
+		}
+		f.Last = nil // Read takes one of first and last
+		got, err := feedquery.Read(f, rest)
+		if err != nil || !equal(got, req) || got.After != "x" || got.Before != "y" {
+			t.Errorf("graphQL %v: %+v, %v; want %+v", graphQL, got, err, req)
+		}
+	}
+}

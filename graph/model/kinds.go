@@ -19,17 +19,9 @@ import (
 // counter.
 
 var (
-	mediaKinds = newKindMap(map[parser.MediaKind]MediaKind{
-		parser.MediaImage:       MediaKindImage,
-		parser.MediaVideo:       MediaKindVideo,
-		parser.MediaGIF:         MediaKindGif,
-		parser.MediaVoice:       MediaKindVoice,
-		parser.MediaRoundVideo:  MediaKindRoundVideo,
-		parser.MediaSticker:     MediaKindSticker,
-		parser.MediaDocument:    MediaKindDocument,
-		parser.MediaAudio:       MediaKindAudio,
-		parser.MediaUnsupported: MediaKindUnsupported,
-	}, MediaKindUnsupported)
+	// Media kinds are spelled in feed's one table, which the REST filter
+	// and the feed-reader documents read too.
+	mediaKinds = newKindMap(schemaMediaKinds(), MediaKindUnsupported)
 
 	entityKinds = newKindMap(map[parser.EntityKind]EntityKind{
 		parser.EntityBold:          EntityKindBold,
@@ -54,21 +46,19 @@ var (
 		parser.ReactCustomEmoji: ReactionKindCustomEmoji,
 		parser.ReactStars:       ReactionKindTelegramStars,
 	}, ReactionKindUnknown)
-
-	// Orders are only ever read from queries, so there is no fallback:
-	// the zero value stands for none.
-	feedOrders = newKindMap(map[feed.Order]FeedOrder{
-		feed.Newest: FeedOrderNewest,
-		feed.Ranked: FeedOrderRanked,
-	}, "")
 )
+
+func schemaMediaKinds() map[parser.MediaKind]MediaKind {
+	m := make(map[parser.MediaKind]MediaKind, len(feed.MediaKindNames()))
+	for _, n := range feed.MediaKindNames() {
+		m[n.Kind] = MediaKind(n.GraphQL)
+	}
+	return m
+}
 
 // MediaKindOf is the schema value of parser kind k; UNSUPPORTED for a kind
 // without one.
 func MediaKindOf(k parser.MediaKind) MediaKind { return mediaKinds.schema(k) }
-
-// ParserMediaKind is the parser kind of schema value k.
-func ParserMediaKind(k MediaKind) (parser.MediaKind, error) { return mediaKinds.domain(k) }
 
 // EntityKindOf is the schema value of parser kind k; UNKNOWN for a kind
 // without one.
@@ -77,9 +67,6 @@ func EntityKindOf(k parser.EntityKind) EntityKind { return entityKinds.schema(k)
 // ReactionKindOf is the schema value of parser kind k; UNKNOWN for a kind
 // without one.
 func ReactionKindOf(k parser.ReactionKind) ReactionKind { return reactionKinds.schema(k) }
-
-// FeedOrderOf is the feed order of schema value k.
-func FeedOrderOf(k FeedOrder) (feed.Order, error) { return feedOrders.domain(k) }
 
 // kindMap maps domain kinds D to schema values S and back.
 type kindMap[D, S ~string] struct {

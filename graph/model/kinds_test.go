@@ -56,7 +56,28 @@ func TestKindMappingsCoverBothSides(t *testing.T) {
 	checkKindMap(t, "MediaKind", mediaKinds, parser.MediaKinds(), AllMediaKind)
 	checkKindMap(t, "EntityKind", entityKinds, parser.EntityKinds(), AllEntityKind)
 	checkKindMap(t, "ReactionKind", reactionKinds, parser.ReactionKinds(), AllReactionKind)
-	checkKindMap(t, "FeedOrder", feedOrders, feed.Orders(), AllFeedOrder)
+}
+
+// GraphQL's enum values are read by the one feed-request reader, which
+// knows feed's spellings: every schema value must read as its kind, and
+// every feed order must be a schema value.
+func TestSchemaValuesReadAsFeedKinds(t *testing.T) {
+	for _, v := range AllMediaKind {
+		want, err := mediaKinds.domain(v)
+		if got, ok := feed.MediaKindOf(string(v)); err != nil || !ok || got != want {
+			t.Errorf("MediaKind %s reads as %q, %v; want %q (%v)", v, got, ok, want, err)
+		}
+	}
+	for _, v := range AllFeedOrder {
+		if _, ok := feed.OrderOf(string(v)); !ok {
+			t.Errorf("FeedOrder %s is no feed order", v)
+		}
+	}
+	for _, o := range feed.Orders() {
+		if !FeedOrder(o).IsValid() {
+			t.Errorf("feed order %q is not a FeedOrder value", o)
+		}
+	}
 }
 
 // The check itself must catch a kind missing on either side.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/httpcache/httpcachetest"
@@ -303,5 +304,123 @@ func TestHandlerPassesEventStreams(t *testing.T) {
 	n, err := io.ReadAtLeast(res.Body, buf, len(":\n\nevent: next"))
 	if err != nil || !strings.HasPrefix(string(buf[:n]), ":\n\nevent: next") {
 		t.Fatalf("read %q, %v; want the first event while the stream is open", buf[:n], err)
+	}
+}
+
+// The one Cache-Control builder: fresh answers are kept downstream until
+// their pages' refresh point, at most a window, then served stale for a
+// window; private with API keys; no-store when nothing is cached.
+func TestCacheControl(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	c := httpcache.NewCacheControl(120*time.Second, false)
+	for _, tc := range []struct {
+		refreshAt time.Time
+		stale     bool
+		want      string
+	}{
+		{now.Add(30 * time.Second), false, "public, max-age=30, stale-while-revalidate=120"},
+		{now.Add(30*time.Second + 900*time.Millisecond), false, "public, max-age=30, stale-while-revalidate=120"},
+		{now.Add(time.Hour), false, "public, max-age=120, stale-while-revalidate=120"}, // refreshed ahead: a window at most
+		{now.Add(-time.Second), false, "public, max-age=0, stale-while-revalidate=120"},
+		{now.Add(30 * time.Second), true, "public, max-age=0, stale-while-revalidate=120"},
+	} {
+		if got := c.At(now, tc.refreshAt, tc.stale); got != tc.want {
+			t.Errorf("At(%v, stale %v) = %q, want %q", tc.refreshAt.Sub(now), tc.stale, got, tc.want)
+		}
+	}
+	if got := c.Value(5000); got != "public, max-age=5000, stale-while-revalidate=120" {
+		t.Errorf("an age beyond those made: %q", got)
+	}
+	if h := c.Header(7); len(h) != 1 || cap(h) != 1 || h[0] != c.Value(7) {
+		t.Errorf("Header(7) = %q (cap %d)", h, cap(h))
+	}
+	if got := httpcache.NewCacheControl(10*time.Second, true).Value(3); got != "private, max-age=3, stale-while-revalidate=10" {
+		t.Errorf("private: %q", got)
+	}
+	var none *httpcache.CacheControl
+	for _, off := range []*httpcache.CacheControl{httpcache.NewCacheControl(0, false), none} {
+		if got := off.At(now, now.Add(time.Minute), false); got != httpcache.NoStore {
+			t.Errorf("no refresh window: %q", got)
+		}
+	}
+}
+
+// Choose and Write: the form Accept-Encoding picks, got from where the
+// caller keeps it (made once), its weak tag, Vary, and a 304 that matches
+// either form's tag and carries no representation headers.
+func TestChooseAndWrite(t *testing.T) {
+	e := newEncoder(t, 100)
+	body := []byte(strings.Repeat(`{"data":"x"}`, 50))
+	const tag = `"t1"`
+	kept := map[httpcache.Coding][]byte{}
+	keep := func(c httpcache.Coding) ([]byte, error) {
+		if b, ok := kept[c]; ok {
+			return b, nil
+		}
+		kept[c] = e.Compress(c, body)
+		return kept[c], nil
+	}
+	for _, c := range []struct {
+		ae, inm         string
+		status          int
+		ce, etag, cache string
+	}{
+		{"", "", 200, "", tag, "no-cache"},
+		{"gzip", "", 200, "gzip", `W/"t1"`, "no-cache"},
+		{"zstd, gzip", "", 200, "zstd", `W/"t1"`, "no-cache"},
+		{"zstd", `"t1"`, 304, "", `W/"t1"`, "no-cache"}, // the weak comparison
+		{"", `W/"t1"`, 304, "", tag, "no-cache"},
+		{"gzip", `"other"`, 200, "gzip", `W/"t1"`, "no-cache"},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			f, err := e.Choose(c.ae, body, tag, keep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := httptest.NewRequest(method, "/", nil)
+			if c.inm != "" {
+				req.Header.Set("If-None-Match", c.inm)
+			}
+			rec := httptest.NewRecorder()
+			httpcache.Write(rec, req, http.StatusOK, f, "application/json", c.cache)
+			hd := rec.Header()
+			if rec.Code != c.status || hd.Get("Content-Encoding") != c.ce || hd.Get("ETag") != c.etag ||
+				hd.Get("Cache-Control") != c.cache || hd.Get("Vary") != "Accept-Encoding" {
+				t.Errorf("%s AE %q INM %q: %d %q", method, c.ae, c.inm, rec.Code, hd)
+				continue
+			}
+			if c.status == 304 {
+				if hd.Get("Content-Type") != "" || hd.Get("Content-Length") != "" || rec.Body.Len() != 0 {
+					t.Errorf("%s AE %q: a 304 with a representation: %q, %d bytes", method, c.ae, hd, rec.Body.Len())
+				}
+				continue
+			}
+			if method == http.MethodHead {
+				if rec.Body.Len() != 0 || hd.Get("Content-Length") != strconv.Itoa(len(f.Body)) {
+					t.Errorf("HEAD AE %q: %d bytes, Content-Length %s", c.ae, rec.Body.Len(), hd.Get("Content-Length"))
+				}
+				continue
+			}
+			if got := httpcachetest.Decode(t, c.ce, rec.Body.Bytes()); !bytes.Equal(got, body) || hd.Get("Content-Length") != strconv.Itoa(rec.Body.Len()) {
+				t.Errorf("AE %q: the body does not decode to the answer, or its length is wrong", c.ae)
+			}
+		}
+	}
+	if len(kept) != 2 {
+		t.Errorf("%d forms kept, want gzip and zstd", len(kept))
+	}
+	// Small answers, and no tag: as they are, with no ETag and no Vary.
+	f, _ := e.Choose("gzip", []byte("{}"), "", nil)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/", nil)
+	req.Header.Set("If-None-Match", "*")
+	httpcache.Write(rec, req, http.StatusCreated, f, "", "")
+	if rec.Code != http.StatusCreated || rec.Header().Get("ETag") != "" || rec.Header().Get("Vary") != "" || rec.Body.String() != "{}" {
+		t.Errorf("small answer: %d %q %q", rec.Code, rec.Header(), rec.Body.String())
+	}
+	// A kept Rep: its forms and their lengths made ahead.
+	rep := e.NewRep(body, true)
+	if f := e.ChooseRep(rep, "gzip"); f.Coding != httpcache.Gzip || f.Length != strconv.Itoa(len(f.Body)) || f.ETag != httpcache.Weak(rep.ETag) {
+		t.Errorf("ChooseRep: %v %q %q", f.Coding, f.Length, f.ETag)
 	}
 }
