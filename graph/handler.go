@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -109,8 +110,9 @@ type HandlerConfig struct {
 	// in estimated values (the complexity of each operation with
 	// upstream pages priced at nothing); an operation that finds no room
 	// within two seconds is answered 503 RATE_LIMITED. Operations of
-	// fewer than 2,000 values, and feed answers already rendered, take
-	// none. Zero means DefaultMaxExecutingValues.
+	// fewer than 2,000 values, and feed answers already rendered or
+	// written without the executor (writer.go), take none. Zero means
+	// DefaultMaxExecutingValues.
 	MaxExecutingValues int
 	// MaxExpensive caps the CPU-bound work running at once: parsing and
 	// validating documents not in the query cache, decoding requests over
@@ -209,6 +211,11 @@ type HandlerConfig struct {
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
 	onParse func(query string)
+	// onExecute is called each time the executor runs an operation
+	// (tests count them); executorOnly makes the fast path render its
+	// answers with the executor instead of the writer (tests compare).
+	onExecute    func()
+	executorOnly bool
 }
 
 // Handler serves /graphql.
@@ -289,12 +296,15 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	// An LRU of expiry times rather than one that expires entries itself,
 	// which would run a goroutine for ever.
 	r.checked, _ = lru.New[string, time.Time](checkedChannels) // errors only for a size < 1
-	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
+	var es graphql.ExecutableSchema = NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
+	if cfg.onExecute != nil {
+		es = countedSchema{ExecutableSchema: es, onExec: cfg.onExecute}
+	}
 	present := errorPresenter(cfg.Logger, cfg.Now, cfg.Refused, cfg.Mistaken)
 
 	var fast *fastPath
 	if !cfg.DisableFastPath {
-		fast = &fastPath{feed: cfg.Feed}
+		fast = &fastPath{feed: cfg.Feed, schema: es.Schema(), executorOnly: cfg.executorOnly}
 	}
 	stores := cfg.Stores
 	if stores == nil {
@@ -427,4 +437,16 @@ func complexity(fetch, historyPages int) ComplexityRoot {
 		return pages*fetch + max(n, 1)*child
 	}
 	return c
+}
+
+// countedSchema tells onExec of each operation it executes
+// (HandlerConfig.onExecute).
+type countedSchema struct {
+	graphql.ExecutableSchema
+	onExec func()
+}
+
+func (s countedSchema) Exec(ctx context.Context) graphql.ResponseHandler {
+	s.onExec()
+	return s.ExecutableSchema.Exec(ctx)
 }
