@@ -112,7 +112,7 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 		if !f.executorOnly {
 			// The writer holds nothing but the answer's bytes: it takes
 			// no room.
-			if b, ok := writeFeedAnswer(ctx, f.schema, rc, read); ok {
+			if b, ok := writeFeedAnswer(f.schema, rc, read); ok {
 				return b, nil
 			}
 		}

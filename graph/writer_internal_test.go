@@ -27,3 +27,18 @@ func TestAppendQuotedMatchesGQLGen(t *testing.T) {
 		}
 	}
 }
+
+// Floats are written as gqlgen's MarshalFloatContext writes them.
+func TestFloatMatchesGQLGen(t *testing.T) {
+	for _, f := range []float64{0, 1, -1, 0.1, 1.0 / 3, 2.5e-5, 1e-4, 123456, 1234567, 1e20, 1e21, 6.02214076e23, -7.25, 9.999999999999999, 5e-324, 1.7976931348623157e308} {
+		var want bytes.Buffer
+		if err := graphql.MarshalFloatContext(f).MarshalGQLContext(t.Context(), &want); err != nil {
+			t.Fatal(err)
+		}
+		w := &answerWriter{}
+		w.float(f)
+		if string(w.b) != want.String() || w.failed {
+			t.Errorf("%v: wrote %s, gqlgen %s", f, w.b, want.Bytes())
+		}
+	}
+}
