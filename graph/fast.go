@@ -32,6 +32,7 @@ type fastPath struct {
 	// executorOnly renders every answer with the executor, not the
 	// writer (writer.go): tests compare the two.
 	executorOnly bool
+	texts        *Texts // the writer's Text.html, kept per parse
 	// room holds room for the answer the executor renders (see
 	// runner.room); nil holds none.
 	room func(context.Context, *graphql.OperationContext) (release func(), ok bool)
@@ -112,7 +113,7 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 		if !f.executorOnly {
 			// The writer holds nothing but the answer's bytes: it takes
 			// no room.
-			if b, ok := writeFeedAnswer(f.schema, rc, read); ok {
+			if b, ok := writeFeedAnswer(f.schema, rc, read, f.texts); ok {
 				return b, nil
 			}
 		}

@@ -73,6 +73,9 @@ type HandlerConfig struct {
 	// Stores are the in-process persisted queries and parsed documents;
 	// nil means NewStores with APQ and default bounds.
 	Stores *Stores
+	// Texts keeps the sanitized HTML of the post texts the fast path has
+	// written, per parse; nil means one of the handler's own.
+	Texts *Texts
 	// ComplexityLimit caps the cost of one operation. Every upstream page a
 	// field may fetch costs FetchCost; every object returned costs its
 	// selected fields. A 100-channel feed costs 100·FetchCost plus first
@@ -304,7 +307,10 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 
 	var fast *fastPath
 	if !cfg.DisableFastPath {
-		fast = &fastPath{feed: cfg.Feed, schema: es.Schema(), executorOnly: cfg.executorOnly}
+		fast = &fastPath{feed: cfg.Feed, schema: es.Schema(), executorOnly: cfg.executorOnly, texts: cfg.Texts}
+		if fast.texts == nil {
+			fast.texts = &Texts{}
+		}
 	}
 	stores := cfg.Stores
 	if stores == nil {

@@ -47,7 +47,8 @@ type fieldWrite func(w *answerWriter, obj any, sub *selection)
 // answerWriter accumulates the answer. It is an io.Writer for the
 // marshalers it shares with the executor.
 type answerWriter struct {
-	b []byte
+	b     []byte
+	texts *Texts // Text.html kept per parse
 	// failed is set by a value the writer cannot write as the executor
 	// would (a null for a non-null field, a float that is not finite).
 	failed bool
@@ -67,9 +68,9 @@ func (w *answerWriter) WriteString(s string) (int, error) {
 // are feed fields (their pages in read, by response key) and __typename,
 // as the executor writes it: {"data":{…}}. ok is false when the selection
 // holds something it does not write.
-func writeFeedAnswer(schema *ast.Schema, rc *graphql.OperationContext, read map[string]*feed.Page) (b []byte, ok bool) {
+func writeFeedAnswer(schema *ast.Schema, rc *graphql.OperationContext, read map[string]*feed.Page, texts *Texts) (b []byte, ok bool) {
 	c := compiler{schema: schema, rc: rc}
-	w := &answerWriter{}
+	w := &answerWriter{texts: texts}
 	w.b = append(w.b, `{"data":{`...)
 	for i, fld := range graphql.CollectFields(rc, rc.Operation.SelectionSet, []string{"Query"}) {
 		if fld.IsDeferred() || !onlySkipInclude(fld.Directives) {
@@ -520,7 +521,8 @@ func partField(typ, name string, nonNull bool) fieldWrite {
 	case "Text.plain":
 		return stringField((*model.Text).Plain)
 	case "Text.html":
-		return stringField((*model.Text).HTML)
+		// (*model.Text).HTML, sanitized once per parse.
+		return func(w *answerWriter, obj any, _ *selection) { w.str(w.texts.html(obj.(*model.Text))) }
 	case "Text.htmlAsServed":
 		return stringField((*model.Text).HTMLAsServed)
 	case "Text.entities":
