@@ -38,20 +38,50 @@ func TestTextsKeptPerParse(t *testing.T) {
 }
 
 // An entry goes once its parse is collected: the cache holds no parse
-// alive and keeps nothing for parses that are gone.
+// alive, and a sweep, which enough new entries bring, drops what it kept
+// for parses that are gone.
 func TestTextsForgetsCollectedParses(t *testing.T) {
 	var s Texts
 	for range 100 {
 		s.html(textOf("<b>x</b>"))
 	}
+	live := make([]*model.Text, minSweep)
+	for i := range live {
+		live[i] = textOf("<i>y</i>")
+	}
 	if s.len() != 100 {
 		t.Fatalf("%d kept, want 100", s.len())
 	}
-	for i := 0; i < 1000 && s.len() > 0; i++ {
+	runtime.GC()
+	runtime.GC()
+	for _, tx := range live { // the last one brings a sweep
+		s.html(tx)
+	}
+	if n := s.len(); n != len(live) {
+		t.Errorf("%d texts kept, want the %d whose parses live", n, len(live))
+	}
+	runtime.KeepAlive(live)
+}
+
+// A Texts no longer used is collected with what it holds, though the
+// parses it kept texts for live on.
+func TestTextsCollectedBeforeTheirParses(t *testing.T) {
+	tx := textOf("<b>x</b>")
+	gone := make(chan struct{})
+	func() {
+		s := &Texts{}
+		s.html(tx)
+		runtime.AddCleanup(s, func(ch chan struct{}) { close(ch) }, gone)
+	}()
+	for i := 0; i < 1000; i++ {
 		runtime.GC()
-		runtime.Gosched()
+		select {
+		case <-gone:
+			runtime.KeepAlive(tx)
+			return
+		default:
+			runtime.Gosched()
+		}
 	}
-	if n := s.len(); n > 0 {
-		t.Errorf("%d texts still kept after their parses were collected", n)
-	}
+	t.Error("a Texts no longer used is kept alive by a parse it kept a text for")
 }
