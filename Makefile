@@ -4,7 +4,7 @@ FUZZTIME ?= 1m
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard e2e playground reliability capacity clients readers
+.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard hitbench-yoga e2e playground reliability capacity clients readers
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -69,6 +69,10 @@ hitbench: ## cached GET /v1/body/tmefeed_news against a bare net/http server wit
 
 hitbench-dashboard: ## the same for REST's /v1/body beside a 3-channel GraphQL dashboard query over POST and GET, interleaved in every round
 	$(GO) run ./tools/hitbench -dashboard $(HITBENCH_FLAGS)
+
+hitbench-yoga: ## hitbench-dashboard with the Yoga + response-cache peer (tools/yogapeer) measured beside the GraphQL requests
+	cd tools/yogapeer && npm ci --no-audit --no-fund
+	$(GO) run ./tools/hitbench -yoga $(HITBENCH_FLAGS)
 
 reliability: ## run the abuse, fault and memory suites; rewrite the figures table in docs/RELIABILITY.md
 	$(GO) run ./tools/reliability

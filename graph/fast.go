@@ -17,16 +17,22 @@ import (
 // fastPath answers queries whose root fields are only feed (and
 // __typename) from kept bytes. gqlgen marshals every list with a goroutine
 // per element and buffers the whole response, about a hundred tokenizer
-// passes for a 2,000-post feed; but a feed build serves many requests, so
-// its answer is rendered once by the regular executor and kept beside the
-// build (feed.Service.Rendered) under the pages it shows and the
-// selection: a repeated query is a write of kept bytes, and concurrent
-// identical ones share one render. Only gqlgen's exported API is used
+// passes for a 2,000-post feed; so the answer is written straight from the
+// feed page by the selection (writer.go), and since a feed build serves
+// many requests, it is written once and kept beside the build
+// (feed.Service.Rendered) under the pages it shows and the selection: a
+// repeated query is a write of kept bytes, and concurrent identical ones
+// share one render. Only gqlgen's exported API is used
 // (TestNoCallsIntoGeneratedInternals), so regenerating or upgrading gqlgen
 // cannot break it at run time; anything unusual (errors, @defer, fields
-// that fetch more pages) is left to the executor.
+// that fetch more pages) is left to the executor, which runs once.
 type fastPath struct {
-	feed *feed.Service
+	feed   *feed.Service
+	schema *ast.Schema
+	// executorOnly renders every answer with the executor, not the
+	// writer (writer.go): tests compare the two.
+	executorOnly bool
+	texts        *Texts // the writer's Text.html, kept per parse
 	// room holds room for the answer the executor renders (see
 	// runner.room); nil holds none.
 	room func(context.Context, *graphql.OperationContext) (release func(), ok bool)
@@ -104,6 +110,13 @@ func (f *fastPath) serve(ctx context.Context, exec graphql.GraphExecutor, rc *gr
 		return ans, false, false
 	}
 	b, err := f.feed.Rendered(first, key.String(), func() ([]byte, error) {
+		if !f.executorOnly {
+			// The writer holds nothing but the answer's bytes: it takes
+			// no room.
+			if b, ok := writeFeedAnswer(f.schema, rc, read, f.texts); ok {
+				return b, nil
+			}
+		}
 		if f.room != nil {
 			release, ok := f.room(ctx, rc)
 			if !ok {

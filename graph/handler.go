@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -71,6 +72,9 @@ type HandlerConfig struct {
 	// Stores are the in-process persisted queries and parsed documents;
 	// nil means NewStores with APQ and default bounds.
 	Stores *Stores
+	// Texts keeps the sanitized HTML of the post texts the fast path has
+	// written, per parse; nil means one of the handler's own.
+	Texts *Texts
 	// ComplexityLimit caps the cost of one operation. Every upstream page a
 	// field may fetch costs FetchCost; every object returned costs its
 	// selected fields. A 100-channel feed costs 100·FetchCost plus first
@@ -108,8 +112,9 @@ type HandlerConfig struct {
 	// in estimated values (the complexity of each operation with
 	// upstream pages priced at nothing); an operation that finds no room
 	// within two seconds is answered 503 RATE_LIMITED. Operations of
-	// fewer than 2,000 values, and feed answers already rendered, take
-	// none. Zero means DefaultMaxExecutingValues.
+	// fewer than 2,000 values, and feed answers already rendered or
+	// written without the executor (writer.go), take none. Zero means
+	// DefaultMaxExecutingValues.
 	MaxExecutingValues int
 	// MaxExpensive caps the CPU-bound work running at once: parsing and
 	// validating documents not in the query cache, decoding requests over
@@ -208,6 +213,11 @@ type HandlerConfig struct {
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
 	onParse func(query string)
+	// onExecute is called each time the executor runs an operation
+	// (tests count them); executorOnly makes the fast path render its
+	// answers with the executor instead of the writer (tests compare).
+	onExecute    func()
+	executorOnly bool
 }
 
 // Handler serves /graphql.
@@ -302,12 +312,18 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 	// An LRU of expiry times rather than one that expires entries itself,
 	// which would run a goroutine for ever.
 	r.checked, _ = lru.New[string, time.Time](checkedChannels) // errors only for a size < 1
-	es := NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
+	var es graphql.ExecutableSchema = NewExecutableSchema(Config{Resolvers: r, Complexity: complexity(cfg.FetchCost, cfg.Pages.HistoryMaxPages())})
+	if cfg.onExecute != nil {
+		es = countedSchema{ExecutableSchema: es, onExec: cfg.onExecute}
+	}
 	present := errorPresenter(cfg.Logger, cfg.Now, cfg.Refused, cfg.Mistaken)
 
 	var fast *fastPath
 	if !cfg.DisableFastPath {
-		fast = &fastPath{feed: cfg.Feed}
+		fast = &fastPath{feed: cfg.Feed, schema: es.Schema(), executorOnly: cfg.executorOnly, texts: cfg.Texts}
+		if fast.texts == nil {
+			fast.texts = &Texts{}
+		}
 	}
 	stores := cfg.Stores
 	if stores == nil {
@@ -436,4 +452,16 @@ func complexity(fetch, historyPages int) ComplexityRoot {
 		return pages*fetch + max(n, 1)*child
 	}
 	return c
+}
+
+// countedSchema tells onExec of each operation it executes
+// (HandlerConfig.onExecute).
+type countedSchema struct {
+	graphql.ExecutableSchema
+	onExec func()
+}
+
+func (s countedSchema) Exec(ctx context.Context) graphql.ResponseHandler {
+	s.onExec()
+	return s.ExecutableSchema.Exec(ctx)
 }

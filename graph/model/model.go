@@ -202,6 +202,10 @@ func (t *Text) Plain() string { return t.t.String }
 // front-ends put this field in their pages, and the channel owner wrote it.
 func (t *Text) HTML() string { return sanitize.Post(t.t.HTML, t.channel) }
 
+// Parsed is the parser's text, the one value per parse that HTML is made
+// from: the key under which its sanitized form may be kept.
+func (t *Text) Parsed() *parser.Text { return t.t }
+
 // HTMLAsServed is the page's own markup, for those who sanitize it
 // themselves (the schema says it is unsafe to render).
 func (t *Text) HTMLAsServed() string { return t.t.HTML }

@@ -18,10 +18,18 @@
 //	go run ./tools/hitbench -graphql '{ feed(channels: ["tmefeed_news", "kanal_novostei", "emoji_party"], first: 20) { totalCount } }'
 //	go run ./tools/hitbench -rounds 3 -duration 2s -client go
 //	go run ./tools/hitbench -dashboard                       # /v1/body, and a dashboard query over POST and GET /graphql
+//	go run ./tools/hitbench -yoga                            # the same, with the Yoga peer measured beside the GraphQL ones
 //
 // -dashboard measures several requests in one run, each against a bare
 // server of its own answering its bytes, one after the other in every
 // round, so that the machine's load weighs on all of them alike.
+//
+// -yoga (which implies -dashboard) also starts the peer in tools/yogapeer
+// (`npm ci` there first): GraphQL Yoga with @envelop/response-cache
+// serving tmefeed's schema, its feed resolver answering the feed tmefeed
+// answered to the dashboard query. Its answer must be the same JSON as
+// tmefeed's; each GraphQL request is then measured against it too, in
+// the same rounds, as against the bare server.
 package main
 
 import (
@@ -29,6 +37,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,6 +49,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -66,6 +76,9 @@ type config struct {
 	AcceptEncoding string        // Accept-Encoding sent with every request; empty = none
 	LogLevel       string        // LOG_LEVEL of tmefeed
 	CacheMode      string        // CACHE_MODE of tmefeed
+	// Yoga, when set, is the directory of the Yoga peer (tools/yogapeer),
+	// measured beside tmefeed for every GraphQL target.
+	Yoga string
 	// Targets, when set, are measured instead of Path, each against its
 	// own bare server, interleaved in every round (-dashboard).
 	Targets []target
@@ -113,6 +126,8 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&cfg.Path, "path", "/v1/body/tmefeed_news", "request target to measure, query included")
 	gql := fs.String("graphql", "", "measure GET /graphql?query=<this document> instead of -path")
 	dashboard := fs.Bool("dashboard", false, "measure REST's /v1/body/tmefeed_news and a 3-channel dashboard query over POST and GET /graphql, interleaved in every round, each against its own bare server")
+	yoga := fs.Bool("yoga", false, "as -dashboard, with the Yoga peer (GraphQL Yoga and its response cache, in -yoga-dir) measured beside each GraphQL request")
+	yogaDir := fs.String("yoga-dir", "tools/yogapeer", "the Yoga peer's directory, its node_modules installed (npm ci)")
 	fs.IntVar(&cfg.Rounds, "rounds", 5, "measured rounds against each server, alternating")
 	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "length of one round")
 	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "unmeasured load on each server before the first round")
@@ -131,8 +146,11 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	if *gql != "" {
 		cfg.Path = "/graphql?query=" + url.QueryEscape(*gql)
 	}
-	if *dashboard {
+	if *dashboard || *yoga {
 		cfg.Targets = dashboardTargets()
+	}
+	if *yoga {
+		cfg.Yoga = *yogaDir
 	}
 	var errs []error
 	if !strings.HasPrefix(cfg.Path, "/") {
@@ -161,22 +179,27 @@ func parseArgs(args []string, out io.Writer) (config, error) {
 	return cfg, errors.Join(errs...)
 }
 
-// round is what both servers did in one round.
+// round is what the servers did in one round.
 type round struct {
 	Tmefeed, Bare       float64 // requests/s
 	TmefeedCPU, BareCPU float64 // the server process's CPU seconds per request; 0 = unknown
+	// Yoga and YogaCPU are the Yoga peer's, when it was measured.
+	Yoga, YogaCPU float64
 }
 
 // result is what a run measured.
 type result struct {
-	Client  string // load generator used
-	Name    string // the target's
-	Method  string
-	Path    string
-	Bytes   int         // body size of the answer
-	Header  http.Header // tmefeed's answer headers
-	Rounds  []round
-	Elapsed time.Duration
+	Client string // load generator used
+	Name   string // the target's
+	Method string
+	Path   string
+	Bytes  int         // body size of the answer
+	Header http.Header // tmefeed's answer headers
+	// YogaBytes is the size of the Yoga peer's answer; 0 when it was not
+	// measured.
+	YogaBytes int
+	Rounds    []round
+	Elapsed   time.Duration
 }
 
 func div(a, b float64) float64 {
@@ -227,6 +250,22 @@ func (r result) CPURatio() float64 {
 	return median(rs)
 }
 
+// YogaRatios are the Yoga peer's figures against the bare server, as
+// Ratio and CPURatio are tmefeed's: medians of the rounds' yoga/bare
+// req/s and bare/yoga CPU per request. 0 when unknown.
+func (r result) YogaRatios() (rate, cpu float64) {
+	var rs, cs []float64
+	for _, x := range r.Rounds {
+		if x.Bare > 0 && x.Yoga > 0 {
+			rs = append(rs, x.Yoga/x.Bare)
+		}
+		if x.YogaCPU > 0 && x.BareCPU > 0 {
+			cs = append(cs, x.BareCPU/x.YogaCPU)
+		}
+	}
+	return median(rs), median(cs)
+}
+
 // Medians are the median req/s of each server over the rounds.
 func (r result) Medians() (tmefeed, bare float64) {
 	var t, b []float64
@@ -257,6 +296,18 @@ func (r result) String() string {
 	fmt.Fprintf(&b, "%6s  %10.0f  %10.0f  %6.3f    %12s  %12s  %6.3f\n", "median", t, bare, r.Ratio(), "", "", r.CPURatio())
 	b.WriteString("req/s ratio = tmefeed/bare; µs = server CPU time per request, its ratio = bare/tmefeed;\n" +
 		"both ratios are medians of the rounds' ratios\n")
+	if r.YogaBytes > 0 {
+		fmt.Fprintf(&b, "yoga peer: the same JSON in %d bytes\n", r.YogaBytes)
+		fmt.Fprintf(&b, "%6s  %10s  %10s  %6s    %12s  %12s  %6s\n", "round", "yoga/s", "bare/s", "ratio", "yoga µs", "bare µs", "ratio")
+		var ys []float64
+		for i, x := range r.Rounds {
+			ys = append(ys, x.Yoga)
+			fmt.Fprintf(&b, "%6d  %10.0f  %10.0f  %6.3f    %12.2f  %12.2f  %6.3f\n", i+1,
+				x.Yoga, x.Bare, div(x.Yoga, x.Bare), x.YogaCPU*1e6, x.BareCPU*1e6, div(x.BareCPU, x.YogaCPU))
+		}
+		rate, cpu := r.YogaRatios()
+		fmt.Fprintf(&b, "%6s  %10.0f  %10.0f  %6.3f    %12s  %12s  %6.3f\n", "median", median(ys), bare, rate, "", "", cpu)
+	}
 	return b.String()
 }
 
@@ -297,6 +348,18 @@ func main() {
 			t, b := r.Medians()
 			fmt.Printf("%-36s  %10.0f  %10.0f  %9.3f  %9.3f\n", r.Name, t, b, r.Ratio(), r.CPURatio())
 		}
+		for _, r := range rs {
+			if r.YogaBytes == 0 {
+				continue
+			}
+			var ys []float64
+			for _, x := range r.Rounds {
+				ys = append(ys, x.Yoga)
+			}
+			_, b := r.Medians()
+			rate, cpu := r.YogaRatios()
+			fmt.Printf("%-36s  %10.0f  %10.0f  %9.3f  %9.3f\n", "Yoga peer: "+strings.TrimPrefix(r.Name, "GraphQL "), median(ys), b, rate, cpu)
+		}
 	}
 }
 
@@ -317,6 +380,10 @@ type measured struct {
 	body   []byte // the cached answer
 	script string // wrk's script sending a POST
 	res    result
+	// yoga is the Yoga peer, for a GraphQL target when -yoga is on;
+	// yogaBody its answer.
+	yoga     *child
+	yogaBody []byte
 }
 
 // runAll measures cfg.Targets (or cfg.Path when there are none), each
@@ -360,11 +427,14 @@ func runAll(ctx context.Context, cfg config) ([]result, error) {
 	}
 	defer tm.stop()
 	tm.base = "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitHealthy(ctx, tm); err != nil {
+	if err := waitHealthy(ctx, tm, "/healthz"); err != nil {
 		return nil, err
 	}
 
-	var ms []*measured
+	var (
+		ms   []*measured
+		yoga *child // the Yoga peer, started with the first GraphQL answer
+	)
 	for i, t := range targets {
 		m := &measured{target: t}
 		if t.Method == http.MethodPost && client == "wrk" {
@@ -398,6 +468,22 @@ func runAll(ctx context.Context, cfg config) ([]result, error) {
 		}
 		m.body = body
 		m.res = result{Client: client, Name: t.Name, Method: t.Method, Path: t.Path, Bytes: len(body), Header: header}
+		if cfg.Yoga != "" && strings.HasPrefix(t.Path, "/graphql") {
+			if yoga == nil {
+				if yoga, err = startYoga(ctx, dir, cfg.Yoga, body); err != nil {
+					return nil, err
+				}
+				defer yoga.stop()
+			}
+			got, _, err := warm(ctx, yoga.base, t, cfg.AcceptEncoding)
+			if err != nil {
+				return nil, fmt.Errorf("yoga peer %s %s: %w\n%s", t.Method, t.Path, err, yoga.tail())
+			}
+			if err := sameJSON(got, body); err != nil {
+				return nil, fmt.Errorf("yoga peer %s %s: %w", t.Method, t.Path, err)
+			}
+			m.yoga, m.yogaBody, m.res.YogaBytes = yoga, got, len(got)
+		}
 		ms = append(ms, m)
 	}
 
@@ -407,7 +493,11 @@ func runAll(ctx context.Context, cfg config) ([]result, error) {
 		if client == "wrk" {
 			rate, n, err = wrkLoad(ctx, c.base+m.Path, m.script, cfg.Conns, cfg.Threads, d, cfg.AcceptEncoding)
 		} else {
-			rate, n, err = goLoad(ctx, c.base, m.target, cfg.Conns, d, cfg.AcceptEncoding, len(m.body))
+			size := len(m.body)
+			if c == m.yoga {
+				size = len(m.yogaBody)
+			}
+			rate, n, err = goLoad(ctx, c.base, m.target, cfg.Conns, d, cfg.AcceptEncoding, size)
 		}
 		cpu1, cpuErr1 := processCPU(c.cmd.Process.Pid)
 		if err == nil && cpuErr == nil && cpuErr1 == nil && n > 0 {
@@ -422,7 +512,7 @@ func runAll(ctx context.Context, cfg config) ([]result, error) {
 	start := time.Now()
 	if cfg.Warmup > 0 {
 		for _, m := range ms {
-			for _, c := range []*child{tm, m.bare} {
+			for _, c := range m.servers(tm) {
 				if _, _, err := load(c, m, cfg.Warmup); err != nil {
 					return nil, fmt.Errorf("warm-up of %s: %w", c.name, err)
 				}
@@ -438,7 +528,12 @@ func runAll(ctx context.Context, cfg config) ([]result, error) {
 			if x.Bare, x.BareCPU, err = load(m.bare, m, cfg.Duration); err != nil {
 				return nil, fmt.Errorf("round %d, bare: %w\n%s", i+1, err, m.bare.tail())
 			}
-			fmt.Fprintf(cfg.Log, "round %d/%d %s: tmefeed %.0f/s, bare %.0f/s\n", i+1, cfg.Rounds, cmp.Or(m.Name, m.Path), x.Tmefeed, x.Bare)
+			if m.yoga != nil {
+				if x.Yoga, x.YogaCPU, err = load(m.yoga, m, cfg.Duration); err != nil {
+					return nil, fmt.Errorf("round %d, yoga peer: %w\n%s", i+1, err, m.yoga.tail())
+				}
+			}
+			fmt.Fprintf(cfg.Log, "round %d/%d %s: tmefeed %.0f/s, bare %.0f/s, yoga %.0f/s\n", i+1, cfg.Rounds, cmp.Or(m.Name, m.Path), x.Tmefeed, x.Bare, x.Yoga)
 			m.res.Rounds = append(m.res.Rounds, x)
 		}
 	}
@@ -453,6 +548,64 @@ func runAll(ctx context.Context, cfg config) ([]result, error) {
 		out[i] = m.res
 	}
 	return out, nil
+}
+
+// servers are the processes m is measured against: tmefeed, the bare
+// server and the Yoga peer, if any.
+func (m *measured) servers(tm *child) []*child {
+	if m.yoga != nil {
+		return []*child{tm, m.bare, m.yoga}
+	}
+	return []*child{tm, m.bare}
+}
+
+// startYoga starts the Yoga peer in dir (tools/yogapeer) answering the
+// feed of answer, tmefeed's answer to the dashboard query, and waits for
+// its /health.
+func startYoga(ctx context.Context, tmp, dir string, answer []byte) (*child, error) {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "graphql-yoga")); err != nil {
+		return nil, fmt.Errorf("the Yoga peer in %s is not installed (run npm ci there): %w", dir, err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("the Yoga peer needs Node.js: %w", err)
+	}
+	answerFile := filepath.Join(tmp, "yoga-answer.json")
+	if err := os.WriteFile(answerFile, answer, 0o600); err != nil {
+		return nil, err
+	}
+	port, err := procbin.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(node, "server.mjs")
+	cmd.Dir = dir
+	c, err := startChild(ctx, tmp, "yoga", cmd, "YOGAPEER_ANSWER="+answerFile, "PORT="+strconv.Itoa(port), "NODE_ENV=production")
+	if err != nil {
+		return nil, err
+	}
+	c.base = "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := waitHealthy(ctx, c, "/health"); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// sameJSON reports whether a and b hold the same JSON value, numbers
+// compared as numbers (Go and JavaScript write some floats differently).
+func sameJSON(a, b []byte) error {
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		return fmt.Errorf("not JSON: %w: %.300s", err, a)
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		return fmt.Errorf("not JSON: %w: %.300s", err, b)
+	}
+	if !reflect.DeepEqual(va, vb) {
+		return fmt.Errorf("answers differ:\n%.300s\n%.300s", a, b)
+	}
+	return nil
 }
 
 // warm sends t to the server at base until two answers in a row are 200
@@ -549,13 +702,13 @@ func (c *child) tail() string {
 	return "--- end of " + c.name + "'s output:\n" + string(b)
 }
 
-// waitHealthy waits for tmefeed's /healthz.
-func waitHealthy(ctx context.Context, c *child) error {
+// waitHealthy waits for c's health check at path to answer 200.
+func waitHealthy(ctx context.Context, c *child, path string) error {
 	hc := &http.Client{Timeout: time.Second}
 	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if resp, err := hc.Get(c.base + "/healthz"); err == nil {
+		if resp, err := hc.Get(c.base + path); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil

@@ -177,3 +177,47 @@ func TestRunMeasuresBothServers(t *testing.T) {
 		t.Errorf("client %q, want the built-in one", r.Client)
 	}
 }
+
+func TestParseArgsYogaMeasuresTheDashboard(t *testing.T) {
+	cfg, err := parseArgs([]string{"-yoga", "-yoga-dir", "/x/yogapeer"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Yoga != "/x/yogapeer" || len(cfg.Targets) != 3 {
+		t.Errorf("yoga %q, %d targets", cfg.Yoga, len(cfg.Targets))
+	}
+	if cfg, _ := parseArgs([]string{"-dashboard"}, io.Discard); cfg.Yoga != "" {
+		t.Errorf("-dashboard alone starts the peer in %q", cfg.Yoga)
+	}
+}
+
+func TestYogaRatiosAreMediansOfRoundRatios(t *testing.T) {
+	r := result{YogaBytes: 10, Rounds: []round{
+		{Bare: 100, BareCPU: 10e-6, Yoga: 10, YogaCPU: 100e-6}, // 0.1, 0.1
+		{Bare: 100, BareCPU: 10e-6, Yoga: 30, YogaCPU: 20e-6},  // 0.3, 0.5
+		{Bare: 50, BareCPU: 10e-6, Yoga: 10, YogaCPU: 40e-6},   // 0.2, 0.25
+	}}
+	rate, cpu := r.YogaRatios()
+	if math.Abs(rate-0.2) > 1e-9 || math.Abs(cpu-0.25) > 1e-9 {
+		t.Errorf("YogaRatios = %v, %v, want 0.2, 0.25", rate, cpu)
+	}
+	if !strings.Contains(r.String(), "yoga/s") {
+		t.Errorf("the report leaves the peer out:\n%s", r)
+	}
+	if strings.Contains((result{}).String(), "yoga") {
+		t.Error("a run without the peer reports it")
+	}
+}
+
+// The peer's answer is compared with tmefeed's as JSON values: the same
+// numbers written another way are the same, anything else is not.
+func TestSameJSON(t *testing.T) {
+	if err := sameJSON([]byte(`{"a":[1e-5,2.50,"x"]}`), []byte(`{"a":[0.00001,2.5,"x"]}`)); err != nil {
+		t.Error(err)
+	}
+	for _, b := range []string{`{"a":[0.00001,2.5,"y"]}`, `{"a":[0.00001,2.5]}`, `{"a":[0.00001,2.5,"x"],"b":null}`, `not json`} {
+		if sameJSON([]byte(`{"a":[1e-5,2.50,"x"]}`), []byte(b)) == nil {
+			t.Errorf("%s taken for the same", b)
+		}
+	}
+}
