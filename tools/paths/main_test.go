@@ -91,3 +91,12 @@ func TestReplaceSectionKeepsTheRest(t *testing.T) {
 		t.Fatal("no error without markers")
 	}
 }
+
+func TestCombineKeepsWhatBothRunsAgreeOn(t *testing.T) {
+	a, b := block{"server/conns.go", "1.1,2.2"}, block{"live/live.go", "1.1,2.2"}
+	run := combine(combine(nil, map[block]int64{a: 3, b: 2}, false), map[block]int64{a: 2}, false)
+	warm := combine(combine(nil, map[block]int64{a: 2}, true), map[block]int64{a: 1, b: 1}, true)
+	if run[a] != 2 || run[b] != 0 || warm[a] != 2 || warm[b] != 1 {
+		t.Fatalf("run %v, warm %v", run, warm)
+	}
+}
