@@ -4,7 +4,7 @@ FUZZTIME ?= 1m
 
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard hitbench-yoga e2e playground reliability capacity clients readers
+.PHONY: run test lint build bench fuzz up compose-config multiproc multiproc-cluster hitbench hitbench-dashboard hitbench-yoga e2e playground reliability capacity clients readers paths
 
 run: ## run the API in demo mode on :8080 (built-in pages, no network)
 	$(GO) run ./cmd/tmefeed serve --demo
@@ -79,3 +79,6 @@ reliability: ## run the abuse, fault and memory suites; rewrite the figures tabl
 
 capacity: ## simulate origin requests, freshness and egress addresses for 1,000 / 10,000 / 100,000 channels; rewrite the table in docs/OPERATIONS.md
 	$(GO) run ./tools/capacity -write docs/OPERATIONS.md
+
+paths: ## which source files a cached REST hit, a cold GraphQL feed and a live update run (coverage, warm-up subtracted); checks docs/ARCHITECTURE.md's lists (PATHS_FLAGS=-write rewrites its table)
+	$(GO) run ./tools/paths -doc docs/ARCHITECTURE.md $(PATHS_FLAGS)
