@@ -440,6 +440,11 @@ func (s *Service) Rendered(ctx context.Context, key string, r tme.Request, rende
 	return e.Value, err
 }
 
+// Rendered is a rendered answer as it is kept: its bytes, when its page
+// was fetched and when it is due for a refresh. It is the cache's entry,
+// named here so that the faces, which read it, need not know the cache.
+type Rendered = cache.Entry
+
 // RenderedEntry is Rendered returning the whole cache entry, for callers
 // that derive headers from FetchedAt and Stale.
 func (s *Service) RenderedEntry(ctx context.Context, key string, r tme.Request, render func(Result) ([]byte, error)) (cache.Entry, error) {

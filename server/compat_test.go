@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fixtures"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
@@ -298,7 +297,7 @@ func TestRESTShapeIsTelegramMe(t *testing.T) {
 // models require, so every optional value in them is missing.
 type sparsePages struct{}
 
-func (sparsePages) RenderedRepFor(_ context.Context, _ string, _ tme.Request, _ pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error) {
+func (sparsePages) RenderedRepFor(_ context.Context, _ string, _ tme.Request, _ pages.ClientNamer, render func(pages.Result) ([]byte, error)) (pages.Rendered, pages.Representation, error) {
 	date := parser.Date{String: "2024-05-01T12:30:00+00:00", Unix: 1714566600}
 	footer := parser.Footer{Date: date}
 	page := &parser.Page{
@@ -317,7 +316,7 @@ func (sparsePages) RenderedRepFor(_ context.Context, _ string, _ tme.Request, _ 
 		}},
 	}
 	b, err := render(pages.Result{Page: page, FetchedAt: time.Now()})
-	return cache.Entry{Value: b, FetchedAt: time.Now()}, nil, err
+	return pages.Rendered{Value: b, FetchedAt: time.Now()}, nil, err
 }
 
 // EncodeJSON writes pages, posts, more chunks and previews without

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
 	"github.com/tmefeed/tmefeed/internal/httpcache/httpcachetest"
 	"github.com/tmefeed/tmefeed/pages"
@@ -185,8 +184,8 @@ func TestRESTRevalidation(t *testing.T) {
 // changingPages answers every route with the bytes it is given.
 type changingPages struct{ value atomic.Pointer[[]byte] }
 
-func (p *changingPages) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error) {
-	return cache.Entry{Value: *p.value.Load(), FetchedAt: time.Now()}, nil, nil
+func (p *changingPages) RenderedRepFor(context.Context, string, tme.Request, pages.ClientNamer, func(pages.Result) ([]byte, error)) (pages.Rendered, pages.Representation, error) {
+	return pages.Rendered{Value: *p.value.Load(), FetchedAt: time.Now()}, nil, nil
 }
 
 // When the answer changes, the tag a client holds no longer matches.

@@ -23,7 +23,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/fault"
 	"github.com/tmefeed/tmefeed/feedformat"
 	"github.com/tmefeed/tmefeed/internal/httpcache"
@@ -40,7 +39,7 @@ type PageService interface {
 	// its compressed form made per request. who names the client whose
 	// share of the origin budget a fetch is charged to, asked only on a
 	// miss.
-	RenderedRepFor(ctx context.Context, key string, r tme.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (cache.Entry, pages.Representation, error)
+	RenderedRepFor(ctx context.Context, key string, r tme.Request, who pages.ClientNamer, render func(pages.Result) ([]byte, error)) (pages.Rendered, pages.Representation, error)
 }
 
 // Represent makes the REST answers' representation with enc (their ETag
@@ -504,7 +503,7 @@ func (h *handler) preview(w http.ResponseWriter, r *http.Request) {
 	h.serve(w, r, req.Name(), req, renderPreview)
 }
 
-func (h *handler) previewEntry(ctx context.Context, ch, client string, cacheOnly bool) (cache.Entry, error) {
+func (h *handler) previewEntry(ctx context.Context, ch, client string, cacheOnly bool) (pages.Rendered, error) {
 	req := tme.Request{Kind: tme.KindPreview, Channel: ch, Client: client, CacheOnly: cacheOnly}
 	var who pages.ClientNamer // the request's record, which hears of a render
 	if info := requestInfo(ctx); info != nil {
@@ -535,7 +534,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, key string, req 
 // or 304 when If-None-Match holds its ETag. rep, when the hot store kept
 // one, has the ETag and compressed forms ready; otherwise they are made
 // now.
-func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqInfo, e cache.Entry, kept pages.Representation) {
+func (h *handler) writeEntry(w http.ResponseWriter, r *http.Request, info *reqInfo, e pages.Rendered, kept pages.Representation) {
 	rep, _ := kept.(*httpcache.Rep)
 	if rep == nil {
 		rep = h.enc.NewRep(e.Value, false)
@@ -626,7 +625,7 @@ func (h *handler) previews(w http.ResponseWriter, r *http.Request) {
 	}
 
 	client, cacheOnly := h.clientName(r), cacheOnly(r)
-	results := pages.EachChannel(r.Context(), h.fanOut, in.Channels, h.concurrency, func(ctx context.Context, ch string) (cache.Entry, error) {
+	results := pages.EachChannel(r.Context(), h.fanOut, in.Channels, h.concurrency, func(ctx context.Context, ch string) (pages.Rendered, error) {
 		return h.previewEntry(ctx, ch, client, cacheOnly)
 	})
 	out := make(map[string]json.RawMessage, len(results))
