@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -937,6 +938,16 @@ func TestMemoryStoredAfterStore(t *testing.T) {
 	}
 	if h := <-heard; h != (told{"<html>page v2</html>", "<html>page v1</html>", "<html>page v2</html> <nil>"}) {
 		t.Errorf("background refresh: told %+v, want v2 over v1, readable as v2", h)
+	}
+	// The refresh is told before it ends; a Get while it runs would join it
+	// and share its (then fresh) outcome. Wait for its end.
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		if _, running := m.refreshing.Load("k"); !running {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background refresh did not end")
+		}
 	}
 	for _, err := range []error{errUpstream, ErrNotYet} {
 		clock.Advance(11 * time.Second)

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmefeed/tmefeed/tme"
 	"github.com/tmefeed/tmefeed/pages"
 	"github.com/tmefeed/tmefeed/parser"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // readingWatcher reads the changed page back from the cache as it hears of
