@@ -608,7 +608,10 @@ func TestValkeyLocalMemoryBounded(t *testing.T) {
 		c.Refresh = time.Hour
 		c.LocalTTL = time.Hour
 	})
-	ctx := testCtx(t)
+	// A bound on a hang, not a measure: making and decoding a thousand
+	// pages under the race detector took a loaded machine over a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 
 	// 1000 distinct pages of ~10 KiB encoded, written as another process
 	// would: about 1.6 times the client-side cache's share.
