@@ -607,6 +607,10 @@ func TestValkeyLocalMemoryBounded(t *testing.T) {
 		c.LocalMaxBytes = maxBytes
 		c.Refresh = time.Hour
 		c.LocalTTL = time.Hour
+		// Every read must come from Valkey: under the race detector on
+		// a loaded machine one took longer than VALKEY_TIMEOUT's 250 ms,
+		// and the client loaded the page itself.
+		c.Timeout = 10 * time.Second
 	})
 	// A bound on a hang, not a measure: making and decoding a thousand
 	// pages under the race detector took a loaded machine over a minute.
