@@ -66,7 +66,9 @@ func TestEntryOverhead(t *testing.T) {
 
 func testEntryOverhead(t *testing.T, reads int, overhead int) {
 	const n = 20_000
-	m, err := NewMemory(MemoryConfig{MaxBytes: 1 << 30, Refresh: time.Minute})
+	// The clock stands still: a slow machine takes no entry past its
+	// refresh point, which would reload it.
+	m, err := NewMemory(MemoryConfig{MaxBytes: 1 << 30, Refresh: time.Minute, Now: newFakeClock().Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,8 @@ func testEntryOverhead(t *testing.T, reads int, overhead int) {
 func TestMemoryAccounting(t *testing.T) {
 	const maxBytes = 8 << 20
 	pages := realisticPages(t)
-	m, err := NewMemory(MemoryConfig{MaxBytes: maxBytes, Refresh: time.Minute})
+	// The clock stands still, as in testEntryOverhead.
+	m, err := NewMemory(MemoryConfig{MaxBytes: maxBytes, Refresh: time.Minute, Now: newFakeClock().Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -712,7 +712,8 @@ func TestFailedSlowRefreshDoesNotServePastHardTTL(t *testing.T) {
 // the failures' share is carved out of MaxBytes, and Stats counts it.
 func TestRememberedFailuresCountAgainstMaxBytes(t *testing.T) {
 	const maxBytes = 1 << 20
-	m := newTestMemory(t, MemoryConfig{MaxBytes: maxBytes, Refresh: 10 * time.Second, Failures: testFailures{}, NegativeTTL: time.Minute})
+	// The clock stands still: no failure is forgotten for its age.
+	m := newTestMemory(t, MemoryConfig{MaxBytes: maxBytes, Refresh: 10 * time.Second, Failures: testFailures{}, NegativeTTL: time.Minute, Now: newFakeClock().Now})
 	fail := func(context.Context, Previous) (Entry, error) { return Entry{}, errUpstream }
 	const keys = 20_000 // ~4.5 MB of failures if nothing bounded them
 	for i := range keys {
@@ -842,7 +843,9 @@ func TestMemoryNotYetKeepsCopy(t *testing.T) {
 // ties with the one-off entries it holds.
 func TestOneOffsDoNotEvictRepeatedReads(t *testing.T) {
 	const maxBytes = 8 << 20
-	m := newTestMemory(t, MemoryConfig{MaxBytes: maxBytes, Refresh: time.Minute})
+	// The clock stands still: however slowly a loaded machine gets through
+	// the flood, no entry passes its refresh point and reloads.
+	m := newTestMemory(t, MemoryConfig{MaxBytes: maxBytes, Refresh: time.Minute, Now: newFakeClock().Now})
 	rng := rand.New(rand.NewPCG(1, 2))
 	value := func() []byte { // incompressible, so the bound is reached
 		b := make([]byte, 6000)

@@ -289,20 +289,27 @@ func TestValkeyColdKeyOneLoadAcrossClients(t *testing.T) {
 	ctx := testCtx(t)
 	const key = "tme:v1:page:{telegram}:body:0"
 
-	// The load holds until every request has been issued, so all of them
-	// find the key cold.
-	var arrived atomic.Int64
+	// The load holds until every request has missed, so all of them
+	// find the key cold and wait for the one load.
+	missed := func() int {
+		n := 0
+		for _, ev := range events {
+			ev.mu.Lock()
+			n += ev.misses
+			ev.mu.Unlock()
+		}
+		return n
+	}
 	loads := &atomic.Int64{}
 	load := func(ctx context.Context, _ Previous) (Entry, error) {
 		loads.Add(1)
-		for arrived.Load() < clients*perClient {
+		for missed() < clients*perClient {
 			select {
 			case <-ctx.Done():
 				return Entry{}, ctx.Err()
 			case <-time.After(time.Millisecond):
 			}
 		}
-		time.Sleep(20 * time.Millisecond) // let the last arrivals reach the wait
 		return Entry{Value: []byte("page")}, nil
 	}
 
@@ -311,7 +318,6 @@ func TestValkeyColdKeyOneLoadAcrossClients(t *testing.T) {
 	for _, v := range instances {
 		for range perClient {
 			wg.Go(func() {
-				arrived.Add(1)
 				e, err := v.Get(ctx, key, load, GetOptions{})
 				if err == nil && string(e.Value) != "page" {
 					err = fmt.Errorf("value %q", e.Value)
@@ -601,8 +607,15 @@ func TestValkeyLocalMemoryBounded(t *testing.T) {
 		c.LocalMaxBytes = maxBytes
 		c.Refresh = time.Hour
 		c.LocalTTL = time.Hour
+		// Every read must come from Valkey: under the race detector on
+		// a loaded machine one took longer than VALKEY_TIMEOUT's 250 ms,
+		// and the client loaded the page itself.
+		c.Timeout = 10 * time.Second
 	})
-	ctx := testCtx(t)
+	// A bound on a hang, not a measure: making and decoding a thousand
+	// pages under the race detector took a loaded machine over a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 
 	// 1000 distinct pages of ~10 KiB encoded, written as another process
 	// would: about 1.6 times the client-side cache's share.

@@ -351,115 +351,122 @@ func TestFailuresAndBadInput(t *testing.T) {
 }
 
 func TestSharedBuildAndKeep(t *testing.T) {
-	clk := &clock{now: base}
-	src := newFakePages(base)
-	names := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot"}
-	for i, n := range names {
-		src.set(n, 100, post(1, float64(i), 10), post(2, float64(i)+0.5, 20))
-	}
-	src.gate = make(chan struct{})
-	s := newService(t, src, clk, 10*time.Second)
-	req := Request{Channels: names, First: 5}
-
-	var wg sync.WaitGroup
-	results := make([]*Page, 50)
-	for i := range results {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, err := s.Feed(context.Background(), req)
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] = p
-		}()
-	}
-	// Let every caller reach the shared flight before the pages answer.
-	for src.calls.Load() < int64(len(names)) {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	close(src.gate)
-	wg.Wait()
-	src.gate = nil
-	if got := src.calls.Load(); got != int64(len(names)) {
-		t.Errorf("page fetches = %d, want %d", got, len(names))
-	}
-	if got := s.Builds(); got != 1 {
-		t.Errorf("builds = %d, want 1", got)
-	}
-	for _, p := range results {
-		if p == nil || p.Key != results[0].Key {
-			t.Fatalf("callers got different pages")
+	synctest.Test(t, func(t *testing.T) {
+		clk := &clock{now: base}
+		src := newFakePages(base)
+		names := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot"}
+		for i, n := range names {
+			src.set(n, 100, post(1, float64(i), 10), post(2, float64(i)+0.5, 20))
 		}
-	}
+		src.gate = make(chan struct{})
+		s := newService(t, src, clk, 10*time.Second)
+		defer s.Close()
+		req := Request{Channels: names, First: 5}
 
-	// Within the refresh window: neither pages nor a build.
-	clk.Add(5 * time.Second)
-	if _, err := s.Feed(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	if src.calls.Load() != int64(len(names)) || s.Builds() != 1 {
-		t.Errorf("inside the window: fetches %d builds %d", src.calls.Load(), s.Builds())
-	}
-	// Past the refresh point, pages unchanged: pages are looked at, the build is reused.
-	clk.Add(10 * time.Second)
-	src.fetchedAt = clk.Now()
-	p, err := s.Feed(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Builds() != 1 || p.Key != results[0].Key {
-		t.Errorf("unchanged pages rebuilt the feed: builds %d", s.Builds())
-	}
-	if src.calls.Load() != 2*int64(len(names)) {
-		t.Errorf("fetches = %d, want %d", src.calls.Load(), 2*len(names))
-	}
-	// A page changed: a new build.
-	clk.Add(11 * time.Second)
-	src.fetchedAt = clk.Now()
-	src.set("echo", 100, post(3, 0, 1))
-	p, err = s.Feed(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Builds() != 2 || p.Key == results[0].Key {
-		t.Errorf("a changed page did not rebuild the feed: builds %d", s.Builds())
-	}
+		var wg sync.WaitGroup
+		results := make([]*Page, 50)
+		for i := range results {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p, err := s.Feed(context.Background(), req)
+				if err != nil {
+					t.Error(err)
+				}
+				results[i] = p
+			}()
+		}
+		// Every caller reaches the shared flight (or the gate) before the
+		// pages answer.
+		synctest.Wait()
+		close(src.gate)
+		wg.Wait()
+		src.gate = nil
+		if got := src.calls.Load(); got != int64(len(names)) {
+			t.Errorf("page fetches = %d, want %d", got, len(names))
+		}
+		if got := s.Builds(); got != 1 {
+			t.Errorf("builds = %d, want 1", got)
+		}
+		for _, p := range results {
+			if p == nil || p.Key != results[0].Key {
+				t.Fatalf("callers got different pages")
+			}
+		}
+
+		// Within the refresh window: neither pages nor a build.
+		clk.Add(5 * time.Second)
+		if _, err := s.Feed(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if src.calls.Load() != int64(len(names)) || s.Builds() != 1 {
+			t.Errorf("inside the window: fetches %d builds %d", src.calls.Load(), s.Builds())
+		}
+		// Past the refresh point, pages unchanged: pages are looked at, the build is reused.
+		clk.Add(10 * time.Second)
+		src.fetchedAt = clk.Now()
+		p, err := s.Feed(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Builds() != 1 || p.Key != results[0].Key {
+			t.Errorf("unchanged pages rebuilt the feed: builds %d", s.Builds())
+		}
+		if src.calls.Load() != 2*int64(len(names)) {
+			t.Errorf("fetches = %d, want %d", src.calls.Load(), 2*len(names))
+		}
+		// A page changed: a new build.
+		clk.Add(11 * time.Second)
+		src.fetchedAt = clk.Now()
+		src.set("echo", 100, post(3, 0, 1))
+		p, err = s.Feed(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Builds() != 2 || p.Key == results[0].Key {
+			t.Errorf("a changed page did not rebuild the feed: builds %d", s.Builds())
+		}
+	})
 }
 
 func TestRenderedOncePerPage(t *testing.T) {
-	clk := &clock{now: base}
-	src := newFakePages(base)
-	src.set("alpha", 100, post(1, 1, 0))
-	s := newService(t, src, clk, time.Minute)
-	p, err := s.Feed(context.Background(), Request{Channels: []string{"alpha"}, First: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var renders atomic.Int64
-	var wg sync.WaitGroup
-	for range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b, err := s.Rendered(p, "k", func() ([]byte, error) {
-				renders.Add(1)
-				time.Sleep(10 * time.Millisecond)
-				return []byte("rendered"), nil
-			})
-			if err != nil || string(b) != "rendered" {
-				t.Errorf("Rendered = %q, %v", b, err)
-			}
-		}()
-	}
-	wg.Wait()
-	if renders.Load() != 1 {
-		t.Errorf("renders = %d, want 1", renders.Load())
-	}
-	if _, err := s.Rendered(p, "other", func() ([]byte, error) { return nil, errors.New("x") }); err == nil {
-		t.Error("a failed render reported no error")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		clk := &clock{now: base}
+		src := newFakePages(base)
+		src.set("alpha", 100, post(1, 1, 0))
+		s := newService(t, src, clk, time.Minute)
+		defer s.Close()
+		p, err := s.Feed(context.Background(), Request{Channels: []string{"alpha"}, First: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var renders atomic.Int64
+		var wg sync.WaitGroup
+		gate := make(chan struct{}) // the first render waits here until every caller has come
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b, err := s.Rendered(p, "k", func() ([]byte, error) {
+					renders.Add(1)
+					<-gate
+					return []byte("rendered"), nil
+				})
+				if err != nil || string(b) != "rendered" {
+					t.Errorf("Rendered = %q, %v", b, err)
+				}
+			}()
+		}
+		synctest.Wait() // one render under way, the other 19 callers waiting for it
+		close(gate)
+		wg.Wait()
+		if renders.Load() != 1 {
+			t.Errorf("renders = %d, want 1", renders.Load())
+		}
+		if _, err := s.Rendered(p, "other", func() ([]byte, error) { return nil, errors.New("x") }); err == nil {
+			t.Error("a failed render reported no error")
+		}
+	})
 }
 
 func TestRefreshOffStillShares(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -22,11 +23,15 @@ import (
 // refresh windows quickly.
 const testRefresh = 300 * time.Millisecond
 
-// world is a fixture origin over real HTTP with the service stack of one
-// process on top of it.
+// world is a fixture origin with the service stack of one process on top
+// of it: over real HTTP on loopback (newWorld), or handed each request in
+// process (newLocalWorld).
 type world struct {
 	origin *fixtures.Origin
 	url    string
+	// transport, when set, serves the origin client's requests in
+	// process instead of over the network.
+	transport http.RoundTripper
 }
 
 func newWorld(t testing.TB, opts fixtures.OriginOptions) *world {
@@ -35,6 +40,29 @@ func newWorld(t testing.TB, opts fixtures.OriginOptions) *world {
 	s := httptest.NewServer(o)
 	t.Cleanup(s.Close)
 	return &world{origin: o, url: s.URL}
+}
+
+// newLocalWorld is a world whose origin serves requests in the calling
+// goroutine, without a socket: the one a testing/synctest bubble can hold,
+// since network I/O does not block durably and would stop its fake clock.
+func newLocalWorld(opts fixtures.OriginOptions) *world {
+	o := fixtures.NewOrigin(opts)
+	return &world{origin: o, url: "http://t.me.test", transport: handlerTransport{o}}
+}
+
+// handlerTransport answers a request with its handler, in the caller's
+// goroutine.
+type handlerTransport struct{ h http.Handler }
+
+func (ht handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	ht.h.ServeHTTP(rec, r)
+	if err := r.Context().Err(); err != nil {
+		return nil, err // the request ended before its answer, as a client sees it
+	}
+	res := rec.Result()
+	res.Request = r
+	return res, nil
 }
 
 // process is one tmefeed process's page service and hub.
@@ -71,7 +99,7 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 		refresh = testRefresh
 	}
 	oc, err := origin.New(origin.Config{
-		BaseURL: w.url, MaxRetries: -1, MaxConnsPerHost: 64, RequestTimeout: 5 * time.Second,
+		BaseURL: w.url, Transport: w.transport, MaxRetries: -1, MaxConnsPerHost: 64, RequestTimeout: 5 * time.Second,
 		BreakerFailures: po.breakerFailures, BreakerCoolDown: po.breakerCoolDown,
 		Budget: po.budget,
 	})
@@ -93,6 +121,7 @@ func (w *world) process(t testing.TB, po processOptions) *process {
 		c = m
 	}
 	p := &process{cache: c, pages: pages.New(pages.Config{Cache: c, Origin: oc, Refresh: refresh})}
+	closers = append(closers, p.pages.Close)
 	p.close = sync.OnceFunc(func() {
 		// The hub first: its updater uses the others.
 		if p.hub != nil {

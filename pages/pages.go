@@ -401,6 +401,18 @@ func New(cfg Config) *Service {
 	return s
 }
 
+// Close stops the stores' background goroutines (the hot store's periodic
+// expiry), so that nothing of the Service outlives its owner. The Service
+// keeps working, without periodic expiry.
+func (s *Service) Close() {
+	if s.hot != nil {
+		s.hot.StopAllGoroutines()
+	}
+	if s.decoded != nil {
+		s.decoded.StopAllGoroutines()
+	}
+}
+
 // Page returns a parsed channel page (r.Kind body) or "more" chunk (more).
 // Hot pages are parsed once per content: the parse is reused for as long
 // as the cached bytes stay the same.

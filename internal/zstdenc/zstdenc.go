@@ -31,7 +31,9 @@ const Window = 1 << 20
 
 // shared is built once, when the package is initialised (outside any
 // testing/synctest bubble), and never reassigned; zstd synchronises the
-// states inside it.
+// states inside it. Its states are made then too: zstd makes them, and the
+// channel that hands them out, at the first EncodeAll, and a channel made
+// inside a bubble cannot be used outside it, nor in another.
 var shared = func() *zstd.Encoder {
 	enc, err := zstd.NewWriter(nil,
 		zstd.WithEncoderLevel(zstd.SpeedDefault),
@@ -42,6 +44,7 @@ var shared = func() *zstd.Encoder {
 	if err != nil {
 		panic(err) // only reachable with invalid constant options
 	}
+	enc.EncodeAll(nil, nil)
 	return enc
 }()
 
