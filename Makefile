@@ -12,8 +12,8 @@ run: ## run the API in demo mode on :8080 (built-in pages, no network)
 test: ## every check CI runs
 	$(GO) vet ./...
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/live$$')
-	# The live updater's tests count refreshes per window of wall-clock time:
-	# they run on their own rather than beside the heaviest packages.
+	# The live tests run on their own: most are on synctest's fake clock,
+	# but the two that share updates through a real redis-server are not.
 	$(GO) test -race -count=1 ./live
 	# The memory suites measure the real build: the race detector multiplies heap and RSS.
 	$(GO) test -count=1 -run 'Memory|Accounting|MatchesHeap' ./cmd/tmefeed ./pages ./feed ./cache ./graph
