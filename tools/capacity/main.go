@@ -39,6 +39,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tmefeed/tmefeed/internal/docsection"
 )
 
 const (
@@ -297,10 +299,5 @@ func thousands(n int) string {
 
 // replaceSection puts table between the markers of doc, keeping the rest.
 func replaceSection(doc, table string) (string, error) {
-	i := strings.Index(doc, beginMarker)
-	j := strings.Index(doc, endMarker)
-	if i < 0 || j < i {
-		return "", fmt.Errorf("no %s … %s section", beginMarker, endMarker)
-	}
-	return doc[:i+len(beginMarker)] + "\n" + table + doc[j:], nil
+	return docsection.Replace(doc, beginMarker, endMarker, table)
 }

@@ -27,6 +27,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tmefeed/tmefeed/internal/docsection"
 )
 
 const (
@@ -316,10 +318,5 @@ func sectionFiles(doc, heading string) []string {
 
 // replaceSection puts table between the markers of doc, keeping the rest.
 func replaceSection(doc, table string) (string, error) {
-	i := strings.Index(doc, beginMarker)
-	j := strings.Index(doc, endMarker)
-	if i < 0 || j < i {
-		return "", fmt.Errorf("no %s … %s section", beginMarker, endMarker)
-	}
-	return doc[:i+len(beginMarker)] + "\n" + table + doc[j:], nil
+	return docsection.Replace(doc, beginMarker, endMarker, table)
 }
