@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -27,6 +28,21 @@ const (
 	// DefaultShareWaiting bounds the requests waiting over all clients;
 	// beyond, a request is refused with 503.
 	DefaultShareWaiting = 4096
+	// DefaultShareCPU is the part of the server's cores one client's
+	// work may keep busy on average: an eighth, a quarter of one core on
+	// two. A dashboard's uncached feeds take milliseconds now and then; a
+	// client that builds answers without pause (history walks with a new
+	// cut-off each time) is what this bounds, since the garbage its answers
+	// leave is collected on every client's time.
+	DefaultShareCPU = 0.125
+	// DefaultShareBurst is the work a client may do at once beyond its
+	// average: a cold feed of many channels, a page of history, several
+	// in a row.
+	DefaultShareBurst = 2 * time.Second
+	// DefaultShareMaxWait is the longest a request waits for its client's
+	// work budget; a longer wait is refused with 429 and the wait as its
+	// Retry-After, so a connection never hangs on it.
+	DefaultShareMaxWait = time.Second
 )
 
 // ShareConfig configures the per-client share of the server's cores
@@ -46,6 +62,16 @@ type ShareConfig struct {
 	// Waiting bounds the requests waiting over all clients; 0 means
 	// DefaultShareWaiting.
 	Waiting int
+	// CPU is the part of the server's cores (GOMAXPROCS) one client's
+	// requests may keep working on average, counted as the time each
+	// works (up to Stall); 0 means DefaultShareCPU, negative no bound.
+	CPU float64
+	// Burst is the work a client may do beyond that average before its
+	// requests wait; 0 means DefaultShareBurst.
+	Burst time.Duration
+	// MaxWait is the longest a request waits for its client's work to be
+	// paid back; beyond, it is refused. 0 means DefaultShareMaxWait.
+	MaxWait time.Duration
 }
 
 // share bounds the requests each client has working at once, so that no
@@ -61,23 +87,38 @@ type ShareConfig struct {
 // A request stops counting once it has run for stall: it is then waiting
 // on Telegram (a page nobody holds) or the origin budget, and the
 // client's next requests, say its cached reads, must not wait for that.
+//
+// Bounding requests at once is not enough on a small server: one client
+// working one core without pause still leaves the other clients to share
+// the rest with the collector, which its answers keep busy (a warm
+// reader's 99th percentile doubled). So the time each request works (up
+// to stall) is also owed by its client, and paid back at rate, its part
+// of the cores: a client owing more than burst has its next requests wait
+// until it owes burst again, and refused (429, Retry-After) when that is
+// more than maxWait away.
 type share struct {
 	per     int
 	stall   time.Duration
 	queue   int
 	waiting int
+	rate    float64 // work paid back per unit of time; 0: no bound on work
+	burst   time.Duration
+	maxWait time.Duration
 
 	mu      sync.Mutex
 	clients map[uint64]*shareClient // clients with a request working or waiting
 	waiters int                     // requests waiting, over all clients
 	free    []*shareClient          // recycled, so that a hit allocates nothing
+	sweepAt time.Time               // when clients that owe nothing are next forgotten
 }
 
 // shareClient is one client's requests working and waiting.
 type shareClient struct {
 	starts []time.Time      // when each request counted against the share began working, oldest first
 	queue  []chan time.Time // waiting requests, in arrival order; each is sent its start when admitted
-	timer  *time.Timer      // wakes the queue's head when the oldest working request stalls
+	timer  *time.Timer      // wakes the queue's head when it may go: a place frees or enough work is paid back
+	owed   time.Duration    // work not yet paid back, as of owedAt
+	owedAt time.Time
 }
 
 // newShare returns nil when cfg turns the share off.
@@ -104,7 +145,22 @@ func newShare(cfg ShareConfig) *share {
 	if s.waiting <= 0 {
 		s.waiting = DefaultShareWaiting
 	}
+	switch {
+	case cfg.CPU == 0:
+		s.rate = DefaultShareCPU * float64(runtime.GOMAXPROCS(0))
+	case cfg.CPU > 0:
+		s.rate = cfg.CPU * float64(runtime.GOMAXPROCS(0))
+	}
+	s.burst = cmpOr(cfg.Burst, DefaultShareBurst)
+	s.maxWait = cmpOr(cfg.MaxWait, DefaultShareMaxWait)
 	return s
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
 }
 
 // shareRefusal is acquire's answer: admitted, or why not. A full queue
@@ -117,32 +173,45 @@ const (
 	shareClientFull
 	shareServerFull
 	shareGone // the request's context ended while it waited
+	// shareClientOwes: the client has worked more than its share and
+	// would wait longer than maxWait (its own doing, 429).
+	shareClientOwes
 )
 
 // acquire admits a request of client, waiting for its turn when the
-// client has per requests working. It returns the start to hand back to
-// release when admitted.
-func (s *share) acquire(ctx context.Context, client uint64) (time.Time, shareRefusal) {
+// client has per requests working or owes more than burst. It returns the
+// start to hand back to release when admitted; refused for what the
+// client owes, the wait it would have had.
+func (s *share) acquire(ctx context.Context, client uint64) (time.Time, shareRefusal, time.Duration) {
 	now := time.Now()
 	s.mu.Lock()
+	if now.After(s.sweepAt) {
+		s.sweep(now)
+	}
 	c := s.clients[client]
 	if c == nil {
 		c = s.newClient()
 		s.clients[client] = c
 	}
 	s.expire(c, now)
-	if len(c.starts) < s.per && len(c.queue) == 0 {
+	owes := s.paybackWait(c, now)
+	if len(c.starts) < s.per && len(c.queue) == 0 && owes == 0 {
 		c.starts = append(c.starts, now)
 		s.mu.Unlock()
-		return now, shareAdmitted
+		return now, shareAdmitted, 0
+	}
+	if owes > s.maxWait {
+		s.tidy(client, c)
+		s.mu.Unlock()
+		return time.Time{}, shareClientOwes, owes
 	}
 	if len(c.queue) >= s.queue {
 		s.mu.Unlock()
-		return time.Time{}, shareClientFull
+		return time.Time{}, shareClientFull, 0
 	}
 	if s.waiters >= s.waiting {
 		s.mu.Unlock()
-		return time.Time{}, shareServerFull
+		return time.Time{}, shareServerFull, 0
 	}
 	turn := make(chan time.Time, 1)
 	c.queue = append(c.queue, turn)
@@ -152,7 +221,7 @@ func (s *share) acquire(ctx context.Context, client uint64) (time.Time, shareRef
 
 	select {
 	case start := <-turn:
-		return start, shareAdmitted
+		return start, shareAdmitted, 0
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -162,7 +231,7 @@ func (s *share) acquire(ctx context.Context, client uint64) (time.Time, shareRef
 			c.queue = append(c.queue[:i], c.queue[i+1:]...)
 			s.waiters--
 			s.tidy(client, c)
-			return time.Time{}, shareGone
+			return time.Time{}, shareGone, 0
 		}
 	}
 	// Admitted as the context ended: give the place on. c may have been
@@ -171,7 +240,7 @@ func (s *share) acquire(ctx context.Context, client uint64) (time.Time, shareRef
 	if cur := s.clients[client]; cur != nil {
 		s.releaseLocked(client, cur, start)
 	}
-	return time.Time{}, shareGone
+	return time.Time{}, shareGone, 0
 }
 
 // release ends the request of client admitted at start.
@@ -184,6 +253,11 @@ func (s *share) release(client uint64, start time.Time) {
 }
 
 func (s *share) releaseLocked(client uint64, c *shareClient, start time.Time) {
+	now := time.Now()
+	if s.rate > 0 {
+		// A stalled request's wait past stall is not work.
+		c.owed = s.owing(c, now) + min(now.Sub(start), s.stall)
+	}
 	for i, t := range c.starts {
 		if t.Equal(start) {
 			c.starts = append(c.starts[:i], c.starts[i+1:]...)
@@ -192,7 +266,30 @@ func (s *share) releaseLocked(client uint64, c *shareClient, start time.Time) {
 	}
 	// A start no longer in starts had stalled: the request was no longer
 	// counted, and its end frees no place.
-	s.admit(client, c, time.Now())
+	s.admit(client, c, now)
+}
+
+// owing is what c owes at now, what it has paid back since owedAt taken
+// off.
+func (s *share) owing(c *shareClient, now time.Time) time.Duration {
+	if c.owed <= 0 || s.rate <= 0 {
+		c.owedAt = now
+		return 0
+	}
+	paid := time.Duration(float64(now.Sub(c.owedAt)) * s.rate)
+	c.owed = max(0, c.owed-paid)
+	c.owedAt = now
+	return c.owed
+}
+
+// paybackWait is how long c's next request must wait until c owes no
+// more than burst: 0 when it may go now.
+func (s *share) paybackWait(c *shareClient, now time.Time) time.Duration {
+	over := s.owing(c, now) - s.burst
+	if over <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(float64(over) / s.rate))
 }
 
 // expire drops the requests of c that have worked for stall: they no
@@ -211,7 +308,7 @@ func (s *share) expire(c *shareClient, now time.Time) {
 // forgets c when it has nothing working or waiting.
 func (s *share) admit(client uint64, c *shareClient, now time.Time) {
 	s.expire(c, now)
-	for len(c.queue) > 0 && len(c.starts) < s.per {
+	for len(c.queue) > 0 && len(c.starts) < s.per && s.paybackWait(c, now) == 0 {
 		turn := c.queue[0]
 		c.queue[0] = nil
 		c.queue = c.queue[1:]
@@ -223,16 +320,21 @@ func (s *share) admit(client uint64, c *shareClient, now time.Time) {
 	s.tidy(client, c)
 }
 
-// arm wakes c's queue when its oldest working request stalls, should no
-// request end before.
+// arm wakes c's queue when its head may go, should no request end
+// before: once its oldest working request stalls when every place is
+// taken, and once enough of what c owes is paid back.
 func (s *share) arm(client uint64, c *shareClient) {
-	if len(c.queue) == 0 || len(c.starts) == 0 {
+	if len(c.queue) == 0 {
 		if c.timer != nil {
 			c.timer.Stop()
 		}
 		return
 	}
-	d := s.stall - time.Since(c.starts[0])
+	now := time.Now()
+	d := s.paybackWait(c, now)
+	if len(c.starts) >= s.per {
+		d = max(d, s.stall-now.Sub(c.starts[0]))
+	}
 	if c.timer == nil {
 		c.timer = time.AfterFunc(d, func() { s.wake(client) })
 		return
@@ -248,10 +350,10 @@ func (s *share) wake(client uint64) {
 	}
 }
 
-// tidy forgets c when it has nothing working or waiting, keeping its
-// slices for the next client.
+// tidy forgets c when it has nothing working or waiting and owes
+// nothing, keeping its slices for the next client.
 func (s *share) tidy(client uint64, c *shareClient) {
-	if len(c.starts) > 0 || len(c.queue) > 0 {
+	if len(c.starts) > 0 || len(c.queue) > 0 || s.owing(c, time.Now()) > 0 {
 		return
 	}
 	delete(s.clients, client)
@@ -261,8 +363,19 @@ func (s *share) tidy(client uint64, c *shareClient) {
 	}
 	if len(s.free) < 64 {
 		c.starts, c.queue = c.starts[:0], c.queue[:0]
+		c.owed, c.owedAt = 0, time.Time{}
 		s.free = append(s.free, c)
 	}
+}
+
+// sweep forgets the clients that came to owe nothing since their last
+// request, at most every burst: a client that owed something was kept
+// when its last request ended.
+func (s *share) sweep(now time.Time) {
+	for client, c := range s.clients {
+		s.tidy(client, c)
+	}
+	s.sweepAt = now.Add(s.burst)
 }
 
 func (s *share) newClient() *shareClient {
@@ -286,13 +399,16 @@ func (h *handler) shareCPU(s *share) func(http.Handler) http.Handler {
 			}
 			info := requestInfo(r.Context())
 			client := h.clientID(r, info)
-			start, refusal := s.acquire(r.Context(), client)
+			start, refusal, wait := s.acquire(r.Context(), client)
 			switch refusal {
 			case shareAdmitted:
 				defer s.release(client, start)
 				next.ServeHTTP(w, r)
 			case shareClientFull:
 				h.refuse(w, r, 1, "too many requests at once from this client: "+strconv.Itoa(s.per)+" are served at a time and "+strconv.Itoa(s.queue)+" may wait; retry in 1s")
+			case shareClientOwes:
+				retry := int(math.Ceil(wait.Seconds()))
+				h.refuse(w, r, retry, "this client's requests have kept the server's cores busy beyond its share; retry in "+strconv.Itoa(retry)+"s")
 			case shareServerFull:
 				h.overloaded(w, r, "the server has "+strconv.Itoa(s.waiting)+" requests waiting for their clients' share; retry in 1s")
 			case shareGone:

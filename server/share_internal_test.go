@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,17 +14,17 @@ func TestShareQueuesAClientsExtraRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newShare(ShareConfig{PerClient: 1, Stall: time.Hour, Queue: 2})
 		ctx := context.Background()
-		first, refusal := s.acquire(ctx, 1)
+		first, refusal, _ := s.acquire(ctx, 1)
 		if refusal != shareAdmitted {
 			t.Fatalf("first request: %v, want admitted", refusal)
 		}
-		if _, refusal := s.acquire(ctx, 2); refusal != shareAdmitted {
+		if _, refusal, _ := s.acquire(ctx, 2); refusal != shareAdmitted {
 			t.Fatalf("another client's request: %v, want admitted at once", refusal)
 		}
 		order := make(chan int, 2)
 		for i := range 2 {
 			go func() {
-				start, refusal := s.acquire(ctx, 1)
+				start, refusal, _ := s.acquire(ctx, 1)
 				if refusal != shareAdmitted {
 					t.Errorf("waiting request %d: %v", i, refusal)
 					return
@@ -33,7 +34,7 @@ func TestShareQueuesAClientsExtraRequests(t *testing.T) {
 			}()
 			synctest.Wait() // queued in this order
 		}
-		if _, refusal := s.acquire(ctx, 1); refusal != shareClientFull {
+		if _, refusal, _ := s.acquire(ctx, 1); refusal != shareClientFull {
 			t.Fatalf("a request beyond the queue: %v, want shareClientFull", refusal)
 		}
 		select {
@@ -62,9 +63,9 @@ func TestShareStopsCountingAStalledRequest(t *testing.T) {
 		const stall = 250 * time.Millisecond
 		s := newShare(ShareConfig{PerClient: 1, Stall: stall})
 		ctx := context.Background()
-		slow, _ := s.acquire(ctx, 7)
+		slow, _, _ := s.acquire(ctx, 7)
 		begun := time.Now()
-		start, refusal := s.acquire(ctx, 7)
+		start, refusal, _ := s.acquire(ctx, 7)
 		if refusal != shareAdmitted {
 			t.Fatalf("next request: %v", refusal)
 		}
@@ -85,11 +86,11 @@ func TestShareStopsCountingAStalledRequest(t *testing.T) {
 func TestShareForgetsRequestsWhoseClientLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newShare(ShareConfig{PerClient: 1, Stall: time.Hour})
-		first, _ := s.acquire(context.Background(), 3)
+		first, _, _ := s.acquire(context.Background(), 3)
 		ctx, cancel := context.WithCancel(context.Background())
 		gone := make(chan shareRefusal, 1)
 		go func() {
-			_, refusal := s.acquire(ctx, 3)
+			_, refusal, _ := s.acquire(ctx, 3)
 			gone <- refusal
 		}()
 		synctest.Wait()
@@ -98,7 +99,7 @@ func TestShareForgetsRequestsWhoseClientLeft(t *testing.T) {
 			t.Fatalf("a request whose client left: %v, want shareGone", refusal)
 		}
 		s.release(3, first)
-		if _, refusal := s.acquire(context.Background(), 3); refusal != shareAdmitted {
+		if _, refusal, _ := s.acquire(context.Background(), 3); refusal != shareAdmitted {
 			t.Fatalf("the client's next request: %v, want admitted at once", refusal)
 		}
 		if s.waiters != 0 {
@@ -113,14 +114,79 @@ func TestShareBoundsWaitingOverAllClients(t *testing.T) {
 		s := newShare(ShareConfig{PerClient: 1, Stall: time.Hour, Waiting: 1})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		_, _ = s.acquire(ctx, 1)
-		_, _ = s.acquire(ctx, 2)
-		go func() { _, _ = s.acquire(ctx, 1) }()
+		_, _, _ = s.acquire(ctx, 1)
+		_, _, _ = s.acquire(ctx, 2)
+		go func() { _, _, _ = s.acquire(ctx, 1) }()
 		synctest.Wait()
-		if _, refusal := s.acquire(ctx, 2); refusal != shareServerFull {
+		if _, refusal, _ := s.acquire(ctx, 2); refusal != shareServerFull {
 			t.Fatalf("waiting beyond the server's bound: %v, want shareServerFull", refusal)
 		}
 		cancel()
 		synctest.Wait()
+	})
+}
+
+// A client pays back the time its requests work, at its part of the
+// cores: beyond its burst its next request waits until it owes the burst
+// again, and is refused with that wait when it is longer than maxWait.
+// Another client is admitted at once throughout, and a client that owes
+// nothing any more is forgotten.
+func TestShareMakesAClientPayBackItsWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newShare(ShareConfig{
+			PerClient: 1, Stall: time.Hour,
+			CPU:   0.25 / float64(runtime.GOMAXPROCS(0)), // a quarter of one core
+			Burst: time.Second, MaxWait: 2 * time.Second,
+		})
+		ctx := context.Background()
+		start, _, _ := s.acquire(ctx, 1)
+		time.Sleep(3 * time.Second) // works 3s: owes 2s beyond its burst, 8s to pay back
+		s.release(1, start)
+
+		if _, refusal, wait := s.acquire(ctx, 1); refusal != shareClientOwes || wait != 8*time.Second {
+			t.Fatalf("next request: %v after %v, want shareClientOwes after 8s", refusal, wait)
+		}
+		other, refusal, _ := s.acquire(ctx, 2)
+		if refusal != shareAdmitted {
+			t.Fatalf("another client: %v, want admitted at once", refusal)
+		}
+		s.release(2, other)
+
+		time.Sleep(6 * time.Second) // 1.5s paid back: 0.5s beyond the burst, 2s away
+		begun := time.Now()
+		start, refusal, _ = s.acquire(ctx, 1)
+		if refusal != shareAdmitted {
+			t.Fatalf("request within maxWait of its turn: %v, want admitted", refusal)
+		}
+		if waited := time.Since(begun); waited != 2*time.Second {
+			t.Errorf("waited %v, want 2s", waited)
+		}
+		s.release(1, start)
+
+		time.Sleep(time.Minute)
+		_, _, _ = s.acquire(ctx, 3) // sweeps
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if c := s.clients[1]; c != nil {
+			t.Errorf("client 1 still tracked (%+v) a minute after it paid back, want forgotten", c)
+		}
+	})
+}
+
+// Work is counted up to the stall: a request waiting on Telegram past it
+// costs its client no more than the stall.
+func TestShareCountsWorkUpToTheStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const stall = 250 * time.Millisecond
+		s := newShare(ShareConfig{PerClient: 4, Stall: stall, CPU: 1, Burst: time.Second})
+		start, _, _ := s.acquire(context.Background(), 5)
+		time.Sleep(time.Minute)
+		s.mu.Lock()
+		s.releaseLocked(5, s.clients[5], start)
+		owed := s.clients[5].owed
+		s.mu.Unlock()
+		if owed != stall {
+			t.Errorf("a request that ran a minute owes %v, want the stall, %v", owed, stall)
+		}
 	})
 }

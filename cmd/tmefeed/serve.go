@@ -482,7 +482,7 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		RateLimit:        rateLimit,
 		TrustedProxies:   trusted,
 		StreamsPerClient: cfg.StreamsPerClient,
-		Share:            server.ShareConfig{PerClient: cfg.ClientConcurrency},
+		Share:            server.ShareConfig{PerClient: cfg.ClientConcurrency, CPU: cfg.ClientCPUShare},
 		Encoder:          enc,
 		Access:           acc,
 		MetricsElsewhere: cfg.MetricsAddr != "",
