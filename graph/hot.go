@@ -246,9 +246,7 @@ func (h *hot) write(w http.ResponseWriter, r *http.Request, a *keptAnswer, get b
 	hd := w.Header()
 	hd["Content-Type"] = a.vals[valType : valType+1 : valType+1]
 	varyBy := h.vary[:1:1]
-	if vary && coding != httpcache.Identity {
-		// An identity answer is given its Accept-Encoding by the
-		// encoding middleware around the handler, when there is one.
+	if vary {
 		varyBy = h.vary[:2:2]
 	}
 	if old := hd["Vary"]; len(old) > 0 {

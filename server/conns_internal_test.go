@@ -100,3 +100,47 @@ func TestLargeHeadersWaitForATurn(t *testing.T) {
 		t.Errorf("%d turns held after every request was answered", n)
 	}
 }
+
+// countHeaders finds a header block's end wherever the reads split it:
+// it counts exactly the bytes up to the blank line, "\r\n\r\n" or "\n\n"
+// alike, as a byte-by-byte reading of the rule would.
+func TestCountHeadersFindsTheBlocksEnd(t *testing.T) {
+	// endOf is the rule read byte by byte: two line ends in a row, '\r'
+	// between them aside, end the block.
+	endOf := func(b string) int {
+		lines := 0
+		for i := range len(b) {
+			switch b[i] {
+			case '\n':
+				if lines++; lines == 2 {
+					return i + 1
+				}
+			case '\r':
+			default:
+				lines = 0
+			}
+		}
+		return -1
+	}
+	blocks := []string{
+		"GET /graphql?query=" + strings.Repeat("%7B+feed", 80) + " HTTP/1.1\r\nHost: a\r\nUser-Agent: b\r\n\r\nBODY\r\n\r\n",
+		"POST /v1/feed HTTP/1.1\nHost: a\n\n{\"channels\":[]}\n\n",
+		"GET / HTTP/1.1\r\nX: \r\r\n\r\r\n",
+		"GET / HTTP/1.1\r\nX: a\rb\r\n\r\n",
+		"GET / HTTP/1.1\r\n\rX: 1\r\n\r\n",
+	}
+	for _, block := range blocks {
+		want := endOf(block)
+		for split := 1; split < len(block); split++ {
+			lines, got := 0, -1
+			if end := headerEnd([]byte(block[:split]), &lines); end >= 0 {
+				got = end
+			} else if end := headerEnd([]byte(block[split:]), &lines); end >= 0 {
+				got = split + end
+			}
+			if got != want {
+				t.Fatalf("%q split at %d: block ends at %d, want %d", block, split, got, want)
+			}
+		}
+	}
+}

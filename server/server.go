@@ -307,20 +307,29 @@ func New(cfg Config) http.Handler {
 		// (TRACE, CONNECT, ...) gets the JSON 405 rather than their own answer.
 		// OPTIONS is no exception: CORS preflights never reach the router.
 		if cfg.GraphQL != nil {
-			gql := cfg.Encoder.Handler(cfg.GraphQL)
-			if k, ok := cfg.GraphQL.(keptServer); ok {
-				// Kept answers first; only the rest waits for its share.
-				rest := work(k.ServeWork)
-				gql = cfg.Encoder.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if !k.ServeKept(w, r) {
-						rest(w, r)
-					}
-				}))
+			var gql http.Handler = cfg.GraphQL
+			k, kept := cfg.GraphQL.(keptServer)
+			if kept {
+				gql = work(k.ServeWork)
 			}
+			gql = cfg.Encoder.Handler(gql)
 			if st, ok := cfg.GraphQL.(streamTeller); ok && (cfg.StreamsPerClient > 0 || cfg.Access != nil) {
 				// At /graphql only: no other route streams, and the /v1
 				// routes' hits must not pay even the check.
 				gql = h.limitStreams(cfg.StreamsPerClient, st.IsStream, gql)
+			}
+			if kept {
+				// Kept answers first, as a REST hit is served: never a
+				// stream, written in the coding they keep, and never
+				// waiting for the client's share. Only the rest goes
+				// through the stream limit, the compression middleware and
+				// the share.
+				rest := gql
+				gql = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if !k.ServeKept(w, r) {
+						rest.ServeHTTP(w, r)
+					}
+				})
 			}
 			r.Get(graphQLPath, gql.ServeHTTP)
 			r.Post(graphQLPath, gql.ServeHTTP)

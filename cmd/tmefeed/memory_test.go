@@ -213,8 +213,9 @@ func TestMemoryBudget(t *testing.T) {
 		"CACHE_MODE=aggressive", // nothing is refreshed during the run
 		"LOG_LEVEL=warn",
 		// The load is thousands of cold pages from one client as fast as
-		// they come: memory is measured, not the origin budget.
-		"ORIGIN_RPM=600000", "CLIENT_ORIGIN_RPM=0",
+		// they come: memory is measured, not the origin budget or the
+		// client's share of the cores.
+		"ORIGIN_RPM=600000", "CLIENT_ORIGIN_RPM=0", "CLIENT_CPU_SHARE=-1",
 	)
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
