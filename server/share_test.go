@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,73 @@ func TestShareMakesAClientsExtraWorkWait(t *testing.T) {
 	}
 	if rec := <-waiting; rec.Code != http.StatusOK {
 		t.Errorf("the waiting feed: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// A client whose requests have worked beyond its share of the cores over
+// time (here: one feed held on the origin for longer than its burst) has
+// its next feed refused with 429 and the wait until it is within its
+// burst again as Retry-After; its cached page and another client's feed
+// are answered at once.
+func TestShareRefusesAClientThatWorkedBeyondItsShare(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	e := newEnv(t, envOptions{
+		refresh:        10 * time.Second,
+		feed:           true,
+		requestTimeout: time.Minute,
+		// Held work counts in full (no stall). A twentieth of one core
+		// pays back 50ms a second: 100ms beyond a 100ms burst is 2s away.
+		share: server.ShareConfig{
+			PerClient: 4, Stall: time.Hour,
+			CPU:   0.05 / float64(runtime.GOMAXPROCS(0)),
+			Burst: 100 * time.Millisecond, MaxWait: time.Second,
+		},
+		originWrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.Contains(r.URL.Path, "hadashot_today") {
+					arrived <- struct{}{}
+					<-release
+				}
+				next.ServeHTTP(w, r)
+			})
+		},
+	})
+	const client, other = "192.0.2.1:1000", "192.0.2.2:1000"
+	serve := func(method, target, body, addr string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, target, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	feedOf := func(ch string) string { return `{"channels":["` + ch + `"]}` }
+	if rec := serve(http.MethodGet, "/v1/body/"+demoChannel, "", client); rec.Code != http.StatusOK {
+		t.Fatalf("warming: %d %s", rec.Code, rec.Body)
+	}
+
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- serve(http.MethodPost, "/v1/feed", feedOf("hadashot_today"), client) }()
+	<-arrived
+	time.Sleep(200 * time.Millisecond) // the work its client will owe: at least this
+	close(release)
+	if rec := <-done; rec.Code != http.StatusOK {
+		t.Fatalf("the held feed: %d %s", rec.Code, rec.Body)
+	}
+
+	rec := serve(http.MethodPost, "/v1/feed", feedOf(demoChannel), client)
+	wantError(t, rec, http.StatusTooManyRequests, server.CodeRateLimited)
+	retry, err := strconv.Atoi(rec.Header().Get("Retry-After"))
+	if err != nil || retry < 2 {
+		t.Errorf("Retry-After %q, want the wait until the client is within its burst, 2s or more", rec.Header().Get("Retry-After"))
+	}
+	if rec := serve(http.MethodGet, "/v1/body/"+demoChannel, "", client); rec.Code != http.StatusOK {
+		t.Errorf("the client's cached page: %d, want 200", rec.Code)
+	}
+	if rec := serve(http.MethodPost, "/v1/feed", feedOf(demoChannel), other); rec.Code != http.StatusOK {
+		t.Errorf("another client's feed: %d, want 200", rec.Code)
 	}
 }
