@@ -85,7 +85,8 @@ const (
 // Config configures a Hub.
 type Config struct {
 	// Pages is the page service whose channels the Hub watches; New makes
-	// the Hub its Watcher and its ReadCounter. Required.
+	// the Hub its Watcher, and the updater ranks channels by the reads it
+	// counts (pages.Popularity). Required.
 	Pages *pages.Service
 	// Log records every event, in order, for every process to deliver
 	// and for subscribers to resume from (a Valkey stream when processes
@@ -146,8 +147,8 @@ type Stats struct {
 	QueuedBytes   int64 // replaced pages' bytes waiting to be compared (at most 4 MiB)
 }
 
-// New returns a running Hub and makes it cfg.Pages's Watcher and
-// ReadCounter.
+// New returns a running Hub and makes it cfg.Pages's Watcher; its
+// updater has cfg.Pages count the reads of newest pages.
 func New(cfg Config) (*Hub, error) {
 	if cfg.Pages == nil {
 		return nil, errors.New("live: Config.Pages is required")
@@ -190,16 +191,7 @@ func New(cfg Config) (*Hub, error) {
 		h.wg.Go(h.upd.run)
 	}
 	cfg.Pages.Watch(h)
-	cfg.Pages.CountReads(h)
 	return h, nil
-}
-
-// NewestRead implements pages.ReadCounter: it counts towards the channel's
-// popularity, by client.
-func (h *Hub) NewestRead(channel string, client uint64) {
-	if h.upd != nil {
-		h.upd.popular.hit(channel, client)
-	}
 }
 
 // NewestChanged implements pages.Watcher. The page is in the cache by
@@ -549,15 +541,15 @@ func (h *Hub) unlink(s *Subscription) {
 }
 
 // watched lists the channels with a subscriber in this process, each
-// with the client buckets (see clientSet) of its subscribers.
-func (h *Hub) watched() map[string]clientSet {
+// with the client buckets (see pages.ClientSet) of its subscribers.
+func (h *Hub) watched() map[string]pages.ClientSet {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	out := make(map[string]clientSet, len(h.subs))
+	out := make(map[string]pages.ClientSet, len(h.subs))
 	for ch, set := range h.subs {
-		var cs clientSet
+		var cs pages.ClientSet
 		for s := range set {
-			cs.add(s.client)
+			cs.Add(s.client)
 		}
 		out[ch] = cs
 	}
@@ -589,7 +581,9 @@ func (h *Hub) Close() {
 		s.end(ErrClosed)
 	}
 	h.cfg.Pages.Watch(nil)
-	h.cfg.Pages.CountReads(nil)
+	if h.upd != nil {
+		h.cfg.Pages.StopPopularity(h.upd.popular)
+	}
 	h.cancel()
 	h.wg.Wait()
 }

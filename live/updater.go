@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,7 +34,7 @@ type UpdaterConfig struct {
 	// that many origin fetches are its own (UPDATER_CONCURRENCY).
 	Concurrency int
 	// Top bounds the popular channels kept fresh (UPDATER_TOP): the most
-	// read of the channels read repeatedly (see popularity). Channels with
+	// read of the channels read repeatedly (see pages.Popularity). Channels with
 	// a subscriber are refreshed on top of these.
 	Top int
 	// Lead is how long before its refresh point a page is refreshed; 0
@@ -69,7 +68,7 @@ type UpdaterStats struct {
 	BackingOff  int           // channels waiting out failed loads (see UpdaterConfig.MaxBackoff)
 	Gone        uint64        // popular channels dropped because they do not exist or are not channels
 	MaxInFlight int64         // most loads in flight at once
-	// Bytes estimates the heap the popularity counts and the failures
+	// Bytes estimates the heap the popularity tally and the failures
 	// backed off take.
 	Bytes int64
 }
@@ -83,7 +82,7 @@ type updater struct {
 	hub      *Hub
 	cfg      UpdaterConfig
 	refresh  time.Duration
-	popular  *popularity
+	popular  *pages.Popularity // the page service's tally of reads, pulled each cycle
 	kick     chan struct{}
 	due      map[string]time.Time // channel → refresh point of its copy, as last seen; the run goroutine's own
 	backoff  map[string]backoff   // channel → its failed loads; the run goroutine's own
@@ -118,7 +117,12 @@ func newUpdater(h *Hub, cfg UpdaterConfig) (*updater, error) {
 		hub:     h,
 		cfg:     cfg,
 		refresh: h.cfg.Refresh,
-		popular: newPopularity(cfg.Top, math.Pow(0.5, float64(cfg.Interval)/float64(cfg.HalfLife)), h.cfg.Refresh, cfg.Idle),
+		popular: h.cfg.Pages.CountPopularity(pages.PopularityConfig{
+			Top:    cfg.Top,
+			Factor: math.Pow(0.5, float64(cfg.Interval)/float64(cfg.HalfLife)),
+			Window: h.cfg.Refresh,
+			Idle:   cfg.Idle,
+		}),
 		kick:    make(chan struct{}, 1),
 		due:     map[string]time.Time{},
 		backoff: map[string]backoff{},
@@ -150,7 +154,7 @@ func (u *updater) run() {
 // cycle refreshes the tracked channels whose copy is due.
 func (u *updater) cycle(ctx context.Context) {
 	start := u.hub.now()
-	top := u.popular.decay(start)
+	top := u.popular.Decay(start)
 	watched := u.hub.watched()
 	tracked := slices.Compact(slices.Sorted(slices.Values(append(top, slices.Collect(maps.Keys(watched))...))))
 	u.tracked.Store(int64(len(tracked)))
@@ -193,7 +197,7 @@ func (u *updater) cycle(ctx context.Context) {
 	scarce := start.UnixNano() < u.shortNs.Load()
 	var clients map[string]float64
 	if scarce {
-		clients = u.popular.clients(due, watched)
+		clients = u.popular.Clients(due, watched)
 	}
 	sortDue(due, u.due, clients)
 	var short atomic.Bool // the origin budget refused a load: start no more
@@ -332,7 +336,7 @@ func (u *updater) failed(ctx context.Context, ch string, err error, now time.Tim
 	b := u.backoff[ch]
 	b.failures++
 	if pages.Lasting(err) {
-		if u.popular.drop(ch, now, now.Add(u.cfg.MaxBackoff)) {
+		if u.popular.Drop(ch, now, now.Add(u.cfg.MaxBackoff)) {
 			u.gone.Add(1)
 		}
 		b.until = now.Add(u.cfg.MaxBackoff)
@@ -342,7 +346,7 @@ func (u *updater) failed(ctx context.Context, ch string, err error, now time.Tim
 	u.backoff[ch] = b
 }
 
-// trimBackoff bounds the failures remembered, as popularity bounds the
+// trimBackoff bounds the failures remembered, as pages.Popularity bounds the
 // channels counted (clients can send any names; each one subscribed to
 // is loaded once and fails): beyond the bound, the untracked channels
 // whose wait ends soonest are forgotten first. Forgetting is safe: an
@@ -351,7 +355,7 @@ func (u *updater) failed(ctx context.Context, ch string, err error, now time.Tim
 // the bound, or it would be loaded every cycle; the tracked channels are
 // bounded by Top and by the subscriptions.
 func (u *updater) trimBackoff(tracked []string) {
-	excess := len(u.backoff) - int(u.popular.maxCounted())
+	excess := len(u.backoff) - int(u.popular.MaxCounted())
 	if excess <= 0 {
 		return
 	}
@@ -402,272 +406,10 @@ func (u *updater) stats() UpdaterStats {
 		BackingOff:  int(u.backingOff.Load()),
 		Gone:        u.gone.Load(),
 		MaxInFlight: u.maxInFlight.Load(),
-		Bytes:       u.popular.bytes() + u.backingOff.Load()*backoffBytes,
+		Bytes:       u.popular.Bytes() + u.backingOff.Load()*backoffBytes,
 	}
 }
 
-// popularity counts reads of channels' newest pages and says which are
-// read repeatedly: those the updater keeps fresh. hit is on request
-// paths: one map lookup and a few atomic operations; the rest runs once a
-// cycle on the updater's goroutine.
-//
-// A channel is popular once its reads span a refresh window — read, then
-// read again a window or more later, with no gap of idle between — and
-// stays so until idle passes without a read. A copy serves its readers
-// for a window anyway, so refreshing ahead pays off only for a channel
-// read again after its refresh point: a name read once, or in one burst,
-// is never refreshed ahead. Once popular, a channel costs one fetch per
-// window until idle after its last read, however rarely it is read
-// meanwhile; Top bounds what that can add up to. The top popular
-// channels by distinct clients (each weighing less by half every
-// HalfLife since its last read) are kept fresh: one client reading a
-// channel ten thousand times counts once, and does not outrank a channel
-// fifty clients read.
-type popularity struct {
-	top          int
-	factor       float64 // a client's weight's decay per cycle
-	window, idle time.Duration
-	counts       sync.Map // channel → *counter: reads since the last cycle
-	size         atomic.Int64
-	reads        map[string]*reads // the updater goroutine's own
-	cycle        uint32            // cycles decayed so far; the updater goroutine's own
-	scored       atomic.Int64      // len(reads), for bytes
-}
-
-// clientBuckets is how many buckets a channel's clients are counted in:
-// a client falls in bucket ClientID % clientBuckets, and the distinct
-// clients are estimated from the buckets taken (linear counting), so that
-// counting a client costs a read an atomic OR at most and a channel a
-// fixed few hundred bytes however many clients read it. The estimate is
-// within a few percent up to a hundred clients or so; beyond, the
-// channel is among the most read anyway.
-const clientBuckets = 128
-
-// clientSet is a set of client buckets.
-type clientSet [clientBuckets / 64]uint64
-
-func (c *clientSet) add(client uint64) {
-	b := client % clientBuckets
-	c[b/64] |= 1 << (b % 64)
-}
-
-func (c *clientSet) has(b int) bool { return c[b/64]&(1<<(b%64)) != 0 }
-
-func (c *clientSet) set(b int)   { c[b/64] |= 1 << (b % 64) }
-func (c *clientSet) unset(b int) { c[b/64] &^= 1 << (b % 64) }
-
-// counter is a channel's reads since the last cycle.
-type counter struct {
-	n       atomic.Int64
-	clients [clientBuckets / 64]atomic.Uint64 // a clientSet
-}
-
-func (c *counter) add(client uint64) {
-	c.n.Add(1)
-	b := client % clientBuckets
-	// Loaded first: a channel's regular clients find their bit set and
-	// write nothing, so its readers do not contend for the cache line.
-	if w, bit := &c.clients[b/64], uint64(1)<<(b%64); w.Load()&bit == 0 {
-		w.Or(bit)
-	}
-}
-
-// reads is what popularity knows of one channel.
-type reads struct {
-	seen        [clientBuckets]uint32 // the cycle each client bucket was last read in
-	taken       clientSet             // the buckets with a weight left in seen
-	score       float64               // distinct clients, decayed (see weigh): the rank among popular channels
-	first, last time.Time             // the cycles that counted the current run of reads; first is zero when there is none
-	dropped     time.Time             // reads before this do not count towards a run (the channel does not exist)
-}
-
-// maxCounted bounds the channels counted between two cycles: reads of
-// further channels wait for the next cycle to make room.
-func (p *popularity) maxCounted() int64 { return int64(4*p.top + 256) }
-
-// Heap per counted channel (sync.Map entry, key, counter) and per scored
-// one (map slot, its reads, key): estimates from the types' sizes,
-// generous.
-const (
-	countedBytes = 192
-	scoredBytes  = 720
-	backoffBytes = 144 // per channel backing off: map slot with its backoff, key
-)
-
-// bytes estimates the heap the counts and scores take.
-func (p *popularity) bytes() int64 {
-	return p.size.Load()*countedBytes + p.scored.Load()*scoredBytes
-}
-
-func newPopularity(top int, factor float64, window, idle time.Duration) *popularity {
-	return &popularity{top: top, factor: factor, window: window, idle: idle, reads: map[string]*reads{}}
-}
-
-// hit counts a read of channel by client (pages.ClientID).
-func (p *popularity) hit(channel string, client uint64) {
-	if c, ok := p.counts.Load(channel); ok {
-		c.(*counter).add(client)
-		return
-	}
-	if p.size.Load() >= p.maxCounted() {
-		return
-	}
-	c, loaded := p.counts.LoadOrStore(channel, new(counter))
-	if !loaded {
-		p.size.Add(1)
-	}
-	c.(*counter).add(client)
-}
-
-// weigh estimates the distinct clients of r (nil: none read) and of
-// watchers, the buckets of the channel's subscribers: a client read in
-// the current cycle or watching weighs 1, one last read k cycles ago
-// factor^k. Only the buckets taken are visited.
-func (p *popularity) weigh(r *reads, watchers clientSet) float64 {
-	var w float64
-	all := watchers
-	if r != nil {
-		for i := range all {
-			all[i] |= r.taken[i]
-		}
-	}
-	for i, word := range all {
-		for word != 0 {
-			bit := word & -word
-			word &^= bit
-			b := i*64 + bitIndex(bit)
-			if watchers.has(b) {
-				w++
-			} else {
-				w += math.Pow(p.factor, float64(p.cycle-r.seen[b]))
-			}
-		}
-	}
-	// Linear counting: n clients in m buckets leave m·e^(-n/m) empty.
-	const m = clientBuckets
-	return -m * math.Log1p(-min(w, m-0.5)/m)
-}
-
-// clients estimates, for each channel of chs, the distinct clients that
-// read it lately or watch it (watched: the subscribers' buckets by
-// channel), a client doing both counting once.
-func (p *popularity) clients(chs []string, watched map[string]clientSet) map[string]float64 {
-	out := make(map[string]float64, len(chs))
-	for _, ch := range chs {
-		out[ch] = p.weigh(p.reads[ch], watched[ch])
-	}
-	return out
-}
-
-// drop takes channel out of the popular set at now: reads before until
-// do not count, so it comes back only when read over a window after that.
-// It reports whether the channel was popular.
-func (p *popularity) drop(channel string, now, until time.Time) bool {
-	r, ok := p.reads[channel]
-	if !ok {
-		return false // never read (only watched): nothing to forget
-	}
-	was := p.popular(r, now)
-	r.first, r.last, r.dropped = time.Time{}, time.Time{}, until
-	p.scored.Store(int64(len(p.reads)))
-	return was
-}
-
-// popular reports whether r's reads make a popular channel at now.
-func (p *popularity) popular(r *reads, now time.Time) bool {
-	return !r.first.IsZero() && r.last.Sub(r.first) >= p.window && now.Sub(r.last) <= p.idle
-}
-
-// decay folds the reads since the last cycle, counted at now, into the
-// channels' runs and decayed scores, and returns the top popular
-// channels by score.
-func (p *popularity) decay(now time.Time) []string {
-	p.cycle++
-	p.counts.Range(func(k, v any) bool {
-		c := v.(*counter)
-		if c.n.Swap(0) == 0 {
-			p.counts.Delete(k)
-			p.size.Add(-1)
-			return true
-		}
-		ch := k.(string)
-		r := p.reads[ch]
-		if r == nil {
-			r = &reads{}
-			p.reads[ch] = r
-		}
-		for i := range c.clients {
-			// A read between the two swaps counts in this cycle or the
-			// next: either way it is counted.
-			bits := c.clients[i].Swap(0)
-			for bits != 0 {
-				b := bits & -bits
-				r.seen[i*64+bitIndex(b)] = p.cycle
-				r.taken.set(i*64 + bitIndex(b))
-				bits &^= b
-			}
-		}
-		if !now.Before(r.dropped) {
-			if r.first.IsZero() || now.Sub(r.last) > p.idle {
-				r.first = now // a new run of reads
-			}
-			r.last = now
-		}
-		return true
-	})
-	for _, r := range p.reads {
-		// A client last read this long ago weighs under 1/1000: dropped.
-		for b := range clientBuckets {
-			if r.taken.has(b) && math.Pow(p.factor, float64(p.cycle-r.seen[b])) < 1e-3 {
-				r.taken.unset(b)
-			}
-		}
-		r.score = p.weigh(r, clientSet{})
-	}
-	type scored struct {
-		ch      string
-		s       float64
-		popular bool
-	}
-	all := make([]scored, 0, len(p.reads))
-	for ch, r := range p.reads {
-		if now.Sub(r.last) > p.idle && !now.Before(r.dropped) {
-			delete(p.reads, ch) // idle: forgotten, so a later read starts afresh
-			continue
-		}
-		all = append(all, scored{ch, r.score, p.popular(r, now)})
-	}
-	// Popular channels rank before the others, then by score: a burst of
-	// names read a few times each never displaces a channel read over a
-	// window, nor its history of reads.
-	slices.SortFunc(all, func(a, b scored) int {
-		return cmp.Or(-cmp.Compare(btoi(a.popular), btoi(b.popular)), cmp.Compare(b.s, a.s), cmp.Compare(a.ch, b.ch))
-	})
-	// Beyond twice Top, scores only cost memory: the least read of the
-	// channels not (yet) popular go first.
-	for _, x := range all[min(len(all), p.maxScored()):] {
-		delete(p.reads, x.ch)
-	}
-	p.scored.Store(int64(len(p.reads)))
-	var out []string
-	for _, x := range all {
-		if len(out) == p.top || !x.popular {
-			break
-		}
-		out = append(out, x.ch)
-	}
-	return out
-}
-
-// maxScored bounds the channels whose reads popularity remembers.
-func (p *popularity) maxScored() int { return 2 * p.top }
-
-// bitIndex is the index of the one bit set in b.
-func bitIndex(b uint64) int { return bits.TrailingZeros64(b) }
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
+// backoffBytes estimates the heap per channel backing off: map slot with
+// its backoff, key.
+const backoffBytes = 144

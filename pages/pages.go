@@ -109,8 +109,8 @@ type Service struct {
 	historyPages int
 	mediaOrigins []string
 	walkTimeout  time.Duration
-	watcher      atomic.Pointer[Watcher]     // nil until Watch
-	reads        atomic.Pointer[ReadCounter] // nil until CountReads
+	watcher      atomic.Pointer[Watcher]    // nil until Watch
+	popular      atomic.Pointer[Popularity] // nil until CountPopularity
 }
 
 // Watcher hears of channels' newest pages (/s/<channel>) that changed;
@@ -122,16 +122,6 @@ type Watcher interface {
 	// get the page: it must return at once, handing any real work to a
 	// goroutine of its own.
 	NewestChanged(Change)
-}
-
-// ReadCounter counts the reads of channels' newest pages, by which a
-// background updater ranks the channels it keeps fresh; live.Hub is one.
-// It is called on request paths, hits included: it must return at once
-// and allocate nothing.
-type ReadCounter interface {
-	// NewestRead: a request of client (ClientID of the client's name; 0
-	// when nobody's) read channel's newest page (cached or not).
-	NewestRead(channel string, client uint64)
 }
 
 // Change is a channel's newest page replaced by different bytes.
@@ -151,40 +141,6 @@ func (s *Service) Watch(w Watcher) {
 		return
 	}
 	s.watcher.Store(&w)
-}
-
-// CountReads makes c the Service's ReadCounter (nil: none). One at a time.
-func (s *Service) CountReads(c ReadCounter) {
-	if c == nil {
-		s.reads.Store(nil)
-		return
-	}
-	s.reads.Store(&c)
-}
-
-// noteNewest tells the ReadCounter about a read of r if r is a newest page,
-// with its client: r.Client, else who's (nil: nobody's). A read from the
-// cache only is not told: the updater would keep the page fresh for it,
-// fetching on its behalf.
-func (s *Service) noteNewest(r tme.Request, who ClientNamer) {
-	if r.Kind == tme.KindBody && r.Position == 0 && !r.CacheOnly {
-		if c := s.reads.Load(); c != nil {
-			id := ClientID(r.Client)
-			if r.Client == "" && who != nil {
-				id = who.ClientID()
-			}
-			(*c).NewestRead(r.Channel, id)
-		}
-	}
-}
-
-// ClientID is the number a ReadCounter counts a client by: a hash of its
-// name (tme.Request.Client), 0 for nobody's.
-func ClientID(name string) uint64 {
-	if name == "" {
-		return 0
-	}
-	return xxh3.HashString(name)
 }
 
 // RefreshNewest returns channel's newest page, first reloading it through
@@ -485,7 +441,7 @@ func (s *Service) RenderedRep(ctx context.Context, key string, r tme.Request, re
 type ClientNamer interface {
 	ClientName() string
 	// ClientID is ClientID(ClientName()), made without building the
-	// name: a hit tells the ReadCounter its client with it.
+	// name: a hit counts its client's read with it (Popularity).
 	ClientID() uint64
 }
 
@@ -596,7 +552,7 @@ func (s *Service) get(ctx context.Context, r tme.Request, opt cache.GetOptions) 
 	return s.load(ctx, r, opt, nil)
 }
 
-// load is get without telling the ReadCounter of a read; failed, when set,
+// load is get without counting a read (Popularity); failed, when set,
 // receives the error of a load this call started and the cache answered
 // with its copy instead.
 func (s *Service) load(ctx context.Context, r tme.Request, opt cache.GetOptions, failed *loadFailure) (Result, error) {

@@ -3,40 +3,15 @@ package pages
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/tmefeed/tmefeed/cache"
 	"github.com/tmefeed/tmefeed/parser"
 	"github.com/tmefeed/tmefeed/tme"
 )
 
-// MaxSearchQuery is the longest search query accepted, in characters.
-const MaxSearchQuery = 128
-
-// ValidSearchQuery checks a search query — 1 to MaxSearchQuery characters
-// of UTF-8 text without control characters once surrounding spaces are
-// trimmed — and returns it trimmed. Errors wrap ErrBadRequest and say what
-// to fix.
-func ValidSearchQuery(q string) (string, error) {
-	q = strings.TrimSpace(q)
-	switch {
-	case q == "":
-		return "", fmt.Errorf("%w: the search query must not be empty", ErrBadRequest)
-	case !utf8.ValidString(q):
-		return "", fmt.Errorf("%w: the search query must be UTF-8 text", ErrBadRequest)
-	case utf8.RuneCountInString(q) > MaxSearchQuery:
-		return "", fmt.Errorf("%w: the search query must be at most %d characters", ErrBadRequest, MaxSearchQuery)
-	case strings.IndexFunc(q, unicode.IsControl) >= 0:
-		return "", fmt.Errorf("%w: the search query must not hold control characters", ErrBadRequest)
-	}
-	return q, nil
-}
-
 // SearchRequest is the request for Telegram's search page of channel,
 // made for client (see tme.Request.Client); query must have passed
-// ValidSearchQuery. A search is history for the origin budget.
+// tme.ValidSearchQuery. A search is history for the origin budget.
 func SearchRequest(channel, query, client string) tme.Request {
 	return tme.Request{Kind: tme.KindSearch, Channel: channel, Query: query, Class: tme.ClassHistory, Client: client}
 }
@@ -54,7 +29,7 @@ type Found struct {
 // read and cached like any page, for client (see tme.Request.Client).
 // No match is an empty List, not an error.
 func (s *Service) Search(ctx context.Context, channel, query string, first int, client string) (Found, error) {
-	q, err := ValidSearchQuery(query)
+	q, err := tme.ValidSearchQuery(query)
 	if err != nil {
 		return Found{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tmefeed/tmefeed/pages"
+	"github.com/tmefeed/tmefeed/tme"
 )
 
 // Search reads Telegram's search page through the cache: the matching
@@ -62,7 +63,7 @@ func TestSearch(t *testing.T) {
 
 func TestSearchRefusesBadQueries(t *testing.T) {
 	e := newFaultEnv(t, faultOptions{})
-	for _, q := range []string{"", "   ", strings.Repeat("x", pages.MaxSearchQuery+1), "a\x00b", "\xff\xfe"} {
+	for _, q := range []string{"", "   ", strings.Repeat("x", tme.MaxSearchQuery+1), "a\x00b", "\xff\xfe"} {
 		if _, err := e.svc.Search(pageCtx(t), "retro_channel", q, 20, ""); !errors.Is(err, pages.ErrBadRequest) {
 			t.Errorf("query %q: %v, want ErrBadRequest", q, err)
 		}

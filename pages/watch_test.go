@@ -23,8 +23,6 @@ type readingWatcher struct {
 	told []string // per change: the new post's id in Next, and in the copy read
 }
 
-func (w *readingWatcher) NewestRead(string, uint64) {}
-
 func (w *readingWatcher) NewestChanged(c pages.Change) {
 	res, err := w.svc.Page(w.ctx, tme.Request{Kind: tme.KindBody, Channel: c.Channel, CacheOnly: true})
 	read := "nothing"

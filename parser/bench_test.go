@@ -51,8 +51,14 @@ func largestRealPage(b *testing.B) []byte {
 	return best
 }
 
+// realPagesDir is the folder of real pages as cfRealPagesDir finds it,
+// "" when absent: a benchmark without them skips, in CI too.
 func realPagesDir() string {
-	if d := os.Getenv("TMEFEED_REALPAGES"); d != "" {
+	switch d := os.Getenv(cfRealPagesEnv); d {
+	case cfRealPagesNone:
+		return ""
+	case "":
+	default:
 		return d
 	}
 	d := filepath.Join("..", "..", "shared", "realpages")

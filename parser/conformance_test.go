@@ -24,7 +24,11 @@ import (
 // Conformance against real t.me pages that other people captured and
 // committed to public repositories. They live outside this repository, in
 // ../shared/realpages relative to the module root (override with
-// TMEFEED_REALPAGES), and are never copied in.
+// TMEFEED_REALPAGES), and are never copied in. Outside CI, a checkout
+// without them skips the test; under CI=true it fails instead, unless
+// TMEFEED_REALPAGES=none says the folder is truly absent (.ci/run sets
+// it so only then, and otherwise to the folder's absolute path), so that
+// CI cannot pass without the real pages by accident.
 //
 // Every page there must parse without a panic and without an error other than
 // the typed ones its content calls for, and no HTML field may carry t.me's
@@ -34,7 +38,12 @@ import (
 // reactions, counters and cursors. A failure names the file, the post and the
 // field.
 
-const cfRealPagesEnv = "TMEFEED_REALPAGES"
+const (
+	cfRealPagesEnv = "TMEFEED_REALPAGES"
+	// cfRealPagesNone as TMEFEED_REALPAGES: the folder is absent, and
+	// whoever runs the tests says so.
+	cfRealPagesNone = "none"
+)
 
 // cfWS says how strictly strings from a page are compared. Pages that someone
 // re-indented or pretty-printed carry layout whitespace Telegram never served.
@@ -987,9 +996,16 @@ func TestConformanceRealPagesAsMore(t *testing.T) {
 	}
 }
 
+// cfRealPagesDir is the folder of real pages: TMEFEED_REALPAGES, else
+// ../shared/realpages. Without either the test skips, except under CI,
+// where only TMEFEED_REALPAGES=none lets it skip.
 func cfRealPagesDir(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv(cfRealPagesEnv); d != "" {
+	switch d := os.Getenv(cfRealPagesEnv); d {
+	case cfRealPagesNone:
+		t.Skipf("%s=%s: the real pages are absent; conformance against real t.me pages skipped", cfRealPagesEnv, cfRealPagesNone)
+	case "":
+	default:
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			t.Fatalf("%s=%q is not a directory", cfRealPagesEnv, d)
 		}
@@ -997,10 +1013,14 @@ func cfRealPagesDir(t *testing.T) string {
 	}
 	// The package directory is <module>/parser; the pages sit beside the module.
 	d := filepath.Join("..", "..", "shared", "realpages")
-	if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-		t.Skip("../shared/realpages not found: conformance against real t.me pages skipped")
+	if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+		return d
 	}
-	return d
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("../shared/realpages not found under CI=true: give the folder as %s, or set %s=%s if it is truly absent", cfRealPagesEnv, cfRealPagesEnv, cfRealPagesNone)
+	}
+	t.Skip("../shared/realpages not found: conformance against real t.me pages skipped")
+	return ""
 }
 
 // cfRealPageFiles lists the .html pages, slash-separated and relative to dir.

@@ -490,7 +490,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "give the search query once, as ?q=<text>"})
 		return
 	}
-	q, err := pages.ValidSearchQuery(qs[0])
+	q, err := tme.ValidSearchQuery(qs[0])
 	if err != nil {
 		h.failErr(w, r, err)
 		return

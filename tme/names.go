@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The errors of the checks of what clients give; every face answers them
@@ -14,6 +16,10 @@ var (
 	ErrInvalidUsername = errors.New("invalid username")
 	// ErrInvalidPosition: a post id or offset outside 1..MaxPosition.
 	ErrInvalidPosition = errors.New("invalid position")
+	// ErrBadRequest: a page request that cannot be answered as asked, a
+	// search query ValidSearchQuery refuses among them. The page service
+	// names it pages.ErrBadRequest for the faces.
+	ErrBadRequest = errors.New("bad request")
 )
 
 // Username length bounds, as Telegram allows them for public names.
@@ -72,6 +78,28 @@ func ParsePosition(s string) (int, error) {
 		return 0, fmt.Errorf("%w: %q must be a whole number from 1 to %d", ErrInvalidPosition, truncate(s), MaxPosition)
 	}
 	return int(n), nil
+}
+
+// MaxSearchQuery is the longest search query accepted, in characters.
+const MaxSearchQuery = 128
+
+// ValidSearchQuery checks a search query — 1 to MaxSearchQuery characters
+// of UTF-8 text without control characters once surrounding spaces are
+// trimmed — and returns it trimmed. Errors wrap ErrBadRequest and say what
+// to fix.
+func ValidSearchQuery(q string) (string, error) {
+	q = strings.TrimSpace(q)
+	switch {
+	case q == "":
+		return "", fmt.Errorf("%w: the search query must not be empty", ErrBadRequest)
+	case !utf8.ValidString(q):
+		return "", fmt.Errorf("%w: the search query must be UTF-8 text", ErrBadRequest)
+	case utf8.RuneCountInString(q) > MaxSearchQuery:
+		return "", fmt.Errorf("%w: the search query must be at most %d characters", ErrBadRequest, MaxSearchQuery)
+	case strings.IndexFunc(q, unicode.IsControl) >= 0:
+		return "", fmt.Errorf("%w: the search query must not hold control characters", ErrBadRequest)
+	}
+	return q, nil
 }
 
 // truncate keeps error messages short when the input is not.

@@ -65,3 +65,27 @@ func TestNormalizeUsername(t *testing.T) {
 		}
 	}
 }
+
+func TestValidSearchQuery(t *testing.T) {
+	for in, want := range map[string]string{
+		"retro":                             "retro",
+		"  two words ":                      "two words",
+		"шалом עולם":                        "шалом עולם",
+		strings.Repeat("я", MaxSearchQuery): strings.Repeat("я", MaxSearchQuery),
+	} {
+		if got, err := ValidSearchQuery(in); err != nil || got != want {
+			t.Errorf("ValidSearchQuery(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for in, msg := range map[string]string{
+		"":                                    "bad request: the search query must not be empty",
+		"   ":                                 "bad request: the search query must not be empty",
+		"\xff\xfe":                            "bad request: the search query must be UTF-8 text",
+		strings.Repeat("x", MaxSearchQuery+1): "bad request: the search query must be at most 128 characters",
+		"a\x00b":                              "bad request: the search query must not hold control characters",
+	} {
+		if _, err := ValidSearchQuery(in); !errors.Is(err, ErrBadRequest) || err.Error() != msg {
+			t.Errorf("ValidSearchQuery(%q): %v, want %q wrapping ErrBadRequest", in, err, msg)
+		}
+	}
+}
