@@ -14,8 +14,9 @@ import (
 // news, and says which ids it holds.
 func TestValkeyStream(t *testing.T) {
 	srv := redistest.Start(t)
-	a, _ := newTestValkey(t, srv, nil)
-	b, _ := newTestValkey(t, srv, nil)
+	slow := func(c *ValkeyConfig) { c.Timeout = slowMachineTimeout }
+	a, _ := newTestValkey(t, srv, slow)
+	b, _ := newTestValkey(t, srv, slow)
 	ctx := testCtx(t)
 	sa, sb := a.Stream("test:log", 100, time.Minute), b.Stream("test:log", 100, time.Minute)
 

@@ -96,7 +96,10 @@ func clusterKeys(t *testing.T, c *redistest.Cluster, prefix string, n int) ([]st
 // through the same client.
 func TestValkeyClusterOneLoadPerKey(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
-	mod := func(cfg *ValkeyConfig) { cfg.Failures = testFailures{} }
+	mod := func(cfg *ValkeyConfig) {
+		cfg.Failures = testFailures{}
+		cfg.Timeout = slowMachineTimeout
+	}
 	var instances []*Valkey
 	for _, url := range []string{
 		c.URL,                        // redis://first?addr=second&addr=third
@@ -233,7 +236,20 @@ func TestValkeyClusterLeaseExtended(t *testing.T) {
 // the breaker closes, they share through the cluster again.
 func TestFaultValkeyClusterNodeLost(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
-	mod := func(cfg *ValkeyConfig) { cfg.BreakerCoolDown = 200 * time.Millisecond }
+	clk := newVKClock()
+	mod := func(cfg *ValkeyConfig) {
+		cfg.BreakerCoolDown = 200 * time.Millisecond
+		// The clock stands still: however slowly a loaded machine gets
+		// through the rounds, no copy passes its refresh point and
+		// reloads.
+		cfg.Now = clk.Now
+		// Long enough that the live nodes answer a loaded machine in
+		// time, whose late answers would otherwise fail over to the
+		// embedded tier beside a load through the cluster; short enough
+		// that the calls to the lost node, which fail at their deadline,
+		// keep a round short.
+		cfg.Timeout = time.Second
+	}
 	a, evA := newTestValkeyAt(t, c.URL, mod)
 	b, _ := newTestValkeyAt(t, strings.Join(c.Seeds(), ","), mod)
 	ctx := testCtx(t)
