@@ -68,7 +68,7 @@ type config struct {
 	Duration time.Duration
 	RPM      int
 	Latency  time.Duration
-	Attacks  []string      // the attacks run; nil = all
+	Attacks  []string      // the attacks run; nil = all, empty = none (the control)
 	Warm     time.Duration // the reader reads its channel this long before the flood
 	After    int           // refresh windows watched after the flood
 	Log      io.Writer     // progress
@@ -127,9 +127,16 @@ func main() {
 	flag.DurationVar(&cfg.Latency, "latency", 150*time.Millisecond, "fixture origin latency")
 	flag.DurationVar(&cfg.Warm, "warm", 12*time.Second, "how long the reader reads its channel before the flood (over a refresh window makes it popular)")
 	flag.IntVar(&cfg.After, "after", 2, "refresh windows watched after the flood")
-	attacks := flag.String("attacks", strings.Join(allAttacks, ","), "comma-separated attacks to run: "+strings.Join(allAttacks, ", "))
+	attacks := flag.String("attacks", strings.Join(allAttacks, ","), "comma-separated attacks to run: "+strings.Join(allAttacks, ", ")+"; none runs the reader and the newcomer alone, the control for the reader's p99 ratio")
 	flag.Parse()
+	if *attacks == "none" {
+		cfg.Attacks = []string{} // the control: no attacker
+		*attacks = ""
+	}
 	for a := range strings.SplitSeq(*attacks, ",") {
+		if a == "" && cfg.Attacks != nil {
+			break
+		}
 		if !slices.Contains(allAttacks, a) {
 			fmt.Fprintf(os.Stderr, "budgetflood: -attacks: unknown attack %q; want some of %s\n", a, strings.Join(allAttacks, ", "))
 			os.Exit(2)
@@ -153,7 +160,7 @@ func main() {
 var allAttacks = []string{"body", "feed", "previews", "search", "history", "nodes", "aliases", "ws"}
 
 func run(ctx context.Context, cfg config) (bool, error) {
-	if len(cfg.Attacks) == 0 {
+	if cfg.Attacks == nil {
 		cfg.Attacks = allAttacks
 	}
 	if cfg.Log == nil {
