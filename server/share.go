@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/pages"
 )
 
@@ -131,36 +132,23 @@ func newShare(cfg ShareConfig) *share {
 		stall:   cfg.Stall,
 		queue:   cfg.Queue,
 		waiting: cfg.Waiting,
+		burst:   cfg.Burst,
+		maxWait: cfg.MaxWait,
 		clients: map[uint64]*shareClient{},
 	}
-	if s.per == 0 {
-		s.per = max(1, runtime.GOMAXPROCS(0)/2)
-	}
-	if s.stall <= 0 {
-		s.stall = DefaultShareStall
-	}
-	if s.queue <= 0 {
-		s.queue = DefaultShareQueue
-	}
-	if s.waiting <= 0 {
-		s.waiting = DefaultShareWaiting
-	}
+	defaults.Set(&s.per, max(1, runtime.GOMAXPROCS(0)/2))
+	defaults.Set(&s.stall, DefaultShareStall)
+	defaults.Set(&s.queue, DefaultShareQueue)
+	defaults.Set(&s.waiting, DefaultShareWaiting)
+	defaults.Set(&s.burst, DefaultShareBurst)
+	defaults.Set(&s.maxWait, DefaultShareMaxWait)
 	switch {
 	case cfg.CPU == 0:
 		s.rate = DefaultShareCPU * float64(runtime.GOMAXPROCS(0))
 	case cfg.CPU > 0:
 		s.rate = cfg.CPU * float64(runtime.GOMAXPROCS(0))
 	}
-	s.burst = cmpOr(cfg.Burst, DefaultShareBurst)
-	s.maxWait = cmpOr(cfg.MaxWait, DefaultShareMaxWait)
 	return s
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // shareRefusal is acquire's answer: admitted, or why not. A full queue

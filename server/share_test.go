@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -19,40 +18,14 @@ import (
 // cached page answers are served at once, and so is another client's
 // feed. Once the first feed ends, the waiting one is served.
 func TestShareMakesAClientsExtraWorkWait(t *testing.T) {
-	release := make(chan struct{})
-	arrived := make(chan struct{}, 16)
-	e := newEnv(t, envOptions{
-		refresh:        10 * time.Second,
-		feed:           true,
-		requestTimeout: time.Minute,
-		// The held request keeps counting: no stall.
-		share: server.ShareConfig{PerClient: 1, Stall: time.Hour, Queue: 1},
-		originWrap: func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.Contains(r.URL.Path, "hadashot_today") {
-					arrived <- struct{}{}
-					<-release
-				}
-				next.ServeHTTP(w, r)
-			})
-		},
-	})
+	// The held request keeps counting: no stall.
+	e, arrived, release := heldOriginEnv(t, server.ShareConfig{PerClient: 1, Stall: time.Hour, Queue: 1})
 	const client, other = "192.0.2.1:1000", "192.0.2.2:1000"
 	serve := func(method, target, body, addr string) <-chan *httptest.ResponseRecorder {
 		done := make(chan *httptest.ResponseRecorder, 1)
-		go func() {
-			req := httptest.NewRequest(method, target, bytes.NewReader([]byte(body)))
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			req.RemoteAddr = addr
-			rec := httptest.NewRecorder()
-			e.h.ServeHTTP(rec, req)
-			done <- rec
-		}()
+		go func() { done <- serveAs(e, method, target, body, addr) }()
 		return done
 	}
-	feedOf := func(ch string) string { return `{"channels":["` + ch + `"]}` }
 	// Warm: the client's page and a feed of it.
 	if rec := <-serve(http.MethodGet, "/v1/body/"+demoChannel, "", client); rec.Code != http.StatusOK {
 		t.Fatalf("warming: %d %s", rec.Code, rec.Body)
@@ -119,41 +92,17 @@ func TestShareMakesAClientsExtraWorkWait(t *testing.T) {
 // burst again as Retry-After; its cached page and another client's feed
 // are answered at once.
 func TestShareRefusesAClientThatWorkedBeyondItsShare(t *testing.T) {
-	release := make(chan struct{})
-	arrived := make(chan struct{}, 1)
-	e := newEnv(t, envOptions{
-		refresh:        10 * time.Second,
-		feed:           true,
-		requestTimeout: time.Minute,
-		// Held work counts in full (no stall). A twentieth of one core
-		// pays back 50ms a second: 100ms beyond a 100ms burst is 2s away.
-		share: server.ShareConfig{
-			PerClient: 4, Stall: time.Hour,
-			CPU:   0.05 / float64(runtime.GOMAXPROCS(0)),
-			Burst: 100 * time.Millisecond, MaxWait: time.Second,
-		},
-		originWrap: func(next http.Handler) http.Handler {
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.Contains(r.URL.Path, "hadashot_today") {
-					arrived <- struct{}{}
-					<-release
-				}
-				next.ServeHTTP(w, r)
-			})
-		},
+	// Held work counts in full (no stall). A twentieth of one core pays
+	// back 50ms a second: 100ms beyond a 100ms burst is 2s away.
+	e, arrived, release := heldOriginEnv(t, server.ShareConfig{
+		PerClient: 4, Stall: time.Hour,
+		CPU:   0.05 / float64(runtime.GOMAXPROCS(0)),
+		Burst: 100 * time.Millisecond, MaxWait: time.Second,
 	})
 	const client, other = "192.0.2.1:1000", "192.0.2.2:1000"
 	serve := func(method, target, body, addr string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, target, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		req.RemoteAddr = addr
-		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
-		return rec
+		return serveAs(e, method, target, body, addr)
 	}
-	feedOf := func(ch string) string { return `{"channels":["` + ch + `"]}` }
 	if rec := serve(http.MethodGet, "/v1/body/"+demoChannel, "", client); rec.Code != http.StatusOK {
 		t.Fatalf("warming: %d %s", rec.Code, rec.Body)
 	}
@@ -180,3 +129,43 @@ func TestShareRefusesAClientThatWorkedBeyondItsShare(t *testing.T) {
 		t.Errorf("another client's feed: %d, want 200", rec.Code)
 	}
 }
+
+// heldOriginEnv is an env with the feed and share, whose origin holds
+// every request for hadashot_today until release is closed, telling
+// arrived as each comes in.
+func heldOriginEnv(t *testing.T, share server.ShareConfig) (e *env, arrived <-chan struct{}, release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	in := make(chan struct{}, 16)
+	e = newEnv(t, envOptions{
+		refresh:        10 * time.Second,
+		feed:           true,
+		requestTimeout: time.Minute,
+		share:          share,
+		originWrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.Contains(r.URL.Path, "hadashot_today") {
+					in <- struct{}{}
+					<-release
+				}
+				next.ServeHTTP(w, r)
+			})
+		},
+	})
+	return e, in, release
+}
+
+// serveAs answers a request sent from addr, as a client there would.
+func serveAs(e *env, method, target, body, addr string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.RemoteAddr = addr
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// feedOf is a feed request body for one channel.
+func feedOf(ch string) string { return `{"channels":["` + ch + `"]}` }

@@ -131,17 +131,14 @@ func main() {
 	flag.Parse()
 	if *attacks == "none" {
 		cfg.Attacks = []string{} // the control: no attacker
-		*attacks = ""
-	}
-	for a := range strings.SplitSeq(*attacks, ",") {
-		if a == "" && cfg.Attacks != nil {
-			break
+	} else {
+		for a := range strings.SplitSeq(*attacks, ",") {
+			if !slices.Contains(allAttacks, a) {
+				fmt.Fprintf(os.Stderr, "budgetflood: -attacks: unknown attack %q; want some of %s\n", a, strings.Join(allAttacks, ", "))
+				os.Exit(2)
+			}
+			cfg.Attacks = append(cfg.Attacks, a)
 		}
-		if !slices.Contains(allAttacks, a) {
-			fmt.Fprintf(os.Stderr, "budgetflood: -attacks: unknown attack %q; want some of %s\n", a, strings.Join(allAttacks, ", "))
-			os.Exit(2)
-		}
-		cfg.Attacks = append(cfg.Attacks, a)
 	}
 	cfg.Log = os.Stderr
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
