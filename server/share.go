@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tmefeed/tmefeed/internal/defaults"
 	"github.com/tmefeed/tmefeed/pages"
 )
 
@@ -136,12 +135,25 @@ func newShare(cfg ShareConfig) *share {
 		maxWait: cfg.MaxWait,
 		clients: map[uint64]*shareClient{},
 	}
-	defaults.Set(&s.per, max(1, runtime.GOMAXPROCS(0)/2))
-	defaults.Set(&s.stall, DefaultShareStall)
-	defaults.Set(&s.queue, DefaultShareQueue)
-	defaults.Set(&s.waiting, DefaultShareWaiting)
-	defaults.Set(&s.burst, DefaultShareBurst)
-	defaults.Set(&s.maxWait, DefaultShareMaxWait)
+	// Zero or negative means the default (a negative PerClient is off, above).
+	if s.per <= 0 {
+		s.per = max(1, runtime.GOMAXPROCS(0)/2)
+	}
+	if s.stall <= 0 {
+		s.stall = DefaultShareStall
+	}
+	if s.queue <= 0 {
+		s.queue = DefaultShareQueue
+	}
+	if s.waiting <= 0 {
+		s.waiting = DefaultShareWaiting
+	}
+	if s.burst <= 0 {
+		s.burst = DefaultShareBurst
+	}
+	if s.maxWait <= 0 {
+		s.maxWait = DefaultShareMaxWait
+	}
 	switch {
 	case cfg.CPU == 0:
 		s.rate = DefaultShareCPU * float64(runtime.GOMAXPROCS(0))
