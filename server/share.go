@@ -29,16 +29,26 @@ const (
 	// beyond, a request is refused with 503.
 	DefaultShareWaiting = 4096
 	// DefaultShareCPU is the part of the server's cores one client's
-	// work may keep busy on average: an eighth, a quarter of one core on
-	// two. A dashboard's uncached feeds take milliseconds now and then; a
-	// client that builds answers without pause (history walks with a new
-	// cut-off each time) is what this bounds, since the garbage its answers
-	// leave is collected on every client's time.
-	DefaultShareCPU = 0.125
+	// work may keep busy on average: a sixty-fourth, 31ms a second on two
+	// cores. A dashboard's uncached feeds take milliseconds now and then,
+	// and a person in the playground far less than that; a client that
+	// builds answers without pause (history walks with a new cut-off each
+	// time) is what this bounds. On a small server any work beside a
+	// reader's shows at the reader's 99th percentile (the cores are shared
+	// with the operating system's other tasks, which wait their turn), so
+	// the share is what one client may take from everyone else's tail.
+	DefaultShareCPU = 1.0 / 64
+	// DefaultShareCounted is the most one request adds to what its
+	// client owes. A cached answer, a history walk over cached pages or a
+	// rebuilt feed works a few milliseconds; a request running longer is
+	// almost always waiting, for Telegram or the origin budget, and a
+	// person reading channels nobody holds must not run out of share for
+	// that.
+	DefaultShareCounted = 50 * time.Millisecond
 	// DefaultShareBurst is the work a client may do at once beyond its
-	// average: a cold feed of many channels, a page of history, several
-	// in a row.
-	DefaultShareBurst = 2 * time.Second
+	// average: ten cold reads in a row, a cold feed of many channels.
+	// Short, because a burst is a full core taken at once.
+	DefaultShareBurst = 500 * time.Millisecond
 	// DefaultShareMaxWait is the longest a request waits for its client's
 	// work budget; a longer wait is refused with 429 and the wait as its
 	// Retry-After, so a connection never hangs on it.
@@ -66,6 +76,10 @@ type ShareConfig struct {
 	// requests may keep working on average, counted as the time each
 	// works (up to Stall); 0 means DefaultShareCPU, negative no bound.
 	CPU float64
+	// Counted is the most one request adds to what its client owes,
+	// whatever it took; 0 means DefaultShareCounted (never more than
+	// Stall).
+	Counted time.Duration
 	// Burst is the work a client may do beyond that average before its
 	// requests wait; 0 means DefaultShareBurst.
 	Burst time.Duration
@@ -89,10 +103,11 @@ type ShareConfig struct {
 // client's next requests, say its cached reads, must not wait for that.
 //
 // Bounding requests at once is not enough on a small server: one client
-// working one core without pause still leaves the other clients to share
-// the rest with the collector, which its answers keep busy (a warm
-// reader's 99th percentile doubled). So the time each request works (up
-// to stall) is also owed by its client, and paid back at rate, its part
+// working one core without pause, or a quarter of one, leaves the other
+// clients' requests waiting for a core now and then behind it and the
+// operating system's other tasks (a warm reader's 99th percentile
+// doubled). So the time each request works (up to counted: a longer one
+// is waiting) is also owed by its client, and paid back at rate, its part
 // of the cores: a client owing more than burst has its next requests wait
 // until it owes burst again, and refused (429, Retry-After) when that is
 // more than maxWait away.
@@ -101,7 +116,8 @@ type share struct {
 	stall   time.Duration
 	queue   int
 	waiting int
-	rate    float64 // work paid back per unit of time; 0: no bound on work
+	rate    float64       // work paid back per unit of time; 0: no bound on work
+	counted time.Duration // the most one request adds to what its client owes
 	burst   time.Duration
 	maxWait time.Duration
 
@@ -131,6 +147,7 @@ func newShare(cfg ShareConfig) *share {
 		stall:   cfg.Stall,
 		queue:   cfg.Queue,
 		waiting: cfg.Waiting,
+		counted: cfg.Counted,
 		burst:   cfg.Burst,
 		maxWait: cfg.MaxWait,
 		clients: map[uint64]*shareClient{},
@@ -148,6 +165,10 @@ func newShare(cfg ShareConfig) *share {
 	if s.waiting <= 0 {
 		s.waiting = DefaultShareWaiting
 	}
+	if s.counted <= 0 {
+		s.counted = DefaultShareCounted
+	}
+	s.counted = min(s.counted, s.stall)
 	if s.burst <= 0 {
 		s.burst = DefaultShareBurst
 	}
@@ -255,8 +276,8 @@ func (s *share) release(client uint64, start time.Time) {
 func (s *share) releaseLocked(client uint64, c *shareClient, start time.Time) {
 	now := time.Now()
 	if s.rate > 0 {
-		// A stalled request's wait past stall is not work.
-		c.owed = s.owing(c, now) + min(now.Sub(start), s.stall)
+		// What a request took past counted is waiting, not work.
+		c.owed = s.owing(c, now) + min(now.Sub(start), s.counted)
 	}
 	for i, t := range c.starts {
 		if t.Equal(start) {

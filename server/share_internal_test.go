@@ -134,7 +134,7 @@ func TestShareBoundsWaitingOverAllClients(t *testing.T) {
 func TestShareMakesAClientPayBackItsWork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newShare(ShareConfig{
-			PerClient: 1, Stall: time.Hour,
+			PerClient: 1, Stall: time.Hour, Counted: time.Hour,
 			CPU:   0.25 / float64(runtime.GOMAXPROCS(0)), // a quarter of one core
 			Burst: time.Second, MaxWait: 2 * time.Second,
 		})
@@ -173,20 +173,42 @@ func TestShareMakesAClientPayBackItsWork(t *testing.T) {
 	})
 }
 
-// Work is counted up to the stall: a request waiting on Telegram past it
-// costs its client no more than the stall.
-func TestShareCountsWorkUpToTheStall(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const stall = 250 * time.Millisecond
-		s := newShare(ShareConfig{PerClient: 4, Stall: stall, CPU: 1, Burst: time.Second})
-		start, _, _ := s.acquire(context.Background(), 5)
-		time.Sleep(time.Minute)
-		s.mu.Lock()
-		s.releaseLocked(5, s.clients[5], start)
-		owed := s.clients[5].owed
-		s.mu.Unlock()
-		if owed != stall {
-			t.Errorf("a request that ran a minute owes %v, want the stall, %v", owed, stall)
-		}
-	})
+// Work is counted up to counted, and never past the stall: a request
+// waiting on Telegram costs its client no more than that, so that a person
+// reading channels nobody holds keeps their share.
+func TestShareCountsWorkUpToItsCap(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		stall, counted time.Duration
+		want           time.Duration
+	}{
+		{"default cap", 250 * time.Millisecond, 0, DefaultShareCounted},
+		{"cap below the stall", 250 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond},
+		{"cap past the stall", 250 * time.Millisecond, time.Hour, 250 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newShare(ShareConfig{PerClient: 4, Stall: c.stall, Counted: c.counted, CPU: 1, Burst: time.Second})
+				start, _, _ := s.acquire(context.Background(), 5)
+				time.Sleep(time.Minute)
+				s.mu.Lock()
+				s.releaseLocked(5, s.clients[5], start)
+				owed := s.clients[5].owed
+				s.mu.Unlock()
+				if owed != c.want {
+					t.Errorf("a request that ran a minute owes %v, want %v", owed, c.want)
+				}
+				// Below the cap, what it took is owed.
+				start, _, _ = s.acquire(context.Background(), 6)
+				time.Sleep(7 * time.Millisecond)
+				s.mu.Lock()
+				s.releaseLocked(6, s.clients[6], start)
+				owed = s.clients[6].owed
+				s.mu.Unlock()
+				if owed != 7*time.Millisecond {
+					t.Errorf("a request that ran 7ms owes %v, want 7ms", owed)
+				}
+			})
+		})
+	}
 }

@@ -92,10 +92,10 @@ func TestShareMakesAClientsExtraWorkWait(t *testing.T) {
 // burst again as Retry-After; its cached page and another client's feed
 // are answered at once.
 func TestShareRefusesAClientThatWorkedBeyondItsShare(t *testing.T) {
-	// Held work counts in full (no stall). A twentieth of one core pays
+	// Held work counts in full (no stall, no cap). A twentieth of one core pays
 	// back 50ms a second: 100ms beyond a 100ms burst is 2s away.
 	e, arrived, release := heldOriginEnv(t, server.ShareConfig{
-		PerClient: 4, Stall: time.Hour,
+		PerClient: 4, Stall: time.Hour, Counted: time.Hour,
 		CPU:   0.05 / float64(runtime.GOMAXPROCS(0)),
 		Burst: 100 * time.Millisecond, MaxWait: time.Second,
 	})

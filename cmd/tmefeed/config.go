@@ -79,7 +79,7 @@ type serveConfig struct {
 	OriginBurst          int           // ORIGIN_BURST, --origin-burst (0 = ORIGIN_RPM/5)
 	ClientOriginRPM      int           // CLIENT_ORIGIN_RPM, --client-origin-rpm (0 = no per-client share)
 	ClientConcurrency    int           // CLIENT_CONCURRENCY, --client-concurrency (0 = half the CPUs, -1 = no bound)
-	ClientCPUShare       float64       // CLIENT_CPU_SHARE, --client-cpu-share (0 = an eighth of the CPUs, -1 = no bound)
+	ClientCPUShare       float64       // CLIENT_CPU_SHARE, --client-cpu-share (0 = a sixty-fourth of the CPUs, -1 = no bound)
 	SubChannelsPerClient int           // SUBSCRIBED_CHANNELS_PER_CLIENT, --subscribed-channels-per-client (0 = no cap)
 
 	// mediaOrigin is set by serve, not read from a setting: an origin
@@ -131,7 +131,7 @@ var serveSettings = []setting{
 	{"ORIGIN_BURST", "origin-burst", "0", "requests to Telegram that may go at once within ORIGIN_RPM; 0 = ORIGIN_RPM/5"},
 	{"CLIENT_ORIGIN_RPM", "client-origin-rpm", strconv.Itoa(defaultClientOriginRPM), "requests to Telegram one client (as RATE_LIMIT_RPM counts clients) may cause a minute, after a burst of 120 (one cold feed of 100 channels); beyond it a page no tier holds is 429 rate_limited with Retry-After, cached answers are served as ever; 0 = no per-client share"},
 	{"CLIENT_CONCURRENCY", "client-concurrency", "0", "requests that build answers from many pages (feeds and feed documents with their history walks, previews, the widget, GraphQL beyond its kept answers) one client (as RATE_LIMIT_RPM counts clients) has working at once; the next wait their turn, and a request that has run 250ms stops counting (it waits on Telegram); over 1024 waiting is 429 rate_limited; 0 = half the CPUs, at least one; -1 = no bound"},
-	{"CLIENT_CPU_SHARE", "client-cpu-share", "0", "part of the server's CPUs one client's requests of that kind may keep working on average, counted as the time each works (up to 250ms), with a burst of 2s of work; beyond, its next requests wait, and are refused with 429 rate_limited when the wait would pass 1s; 0 = an eighth; -1 = no bound"},
+	{"CLIENT_CPU_SHARE", "client-cpu-share", "0", "part of the server's CPUs one client's requests of that kind may keep working on average, counted as the time each works (up to 50ms: a longer one is waiting on Telegram), with a burst of 500ms of work; beyond, its next requests wait, and are refused with 429 rate_limited when the wait would pass 1s; 0 = a sixty-fourth; -1 = no bound"},
 	{"TRUSTED_PROXIES", "trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For / X-Real-IP name the client for the per-client limits (RATE_LIMIT_RPM, STREAMS_PER_CLIENT, CLIENT_ORIGIN_RPM); empty = the peer address is the client"},
 	{"CORS_ORIGINS", "cors-origins", "", "comma-separated origins browsers may call the API from (* = any); empty = no CORS headers"},
 	{"GRAPHQL_INTROSPECTION", "graphql-introspection", "true", "answer GraphQL schema introspection (the playground and code generators use it)"},
@@ -306,7 +306,7 @@ func parseServeConfig(args []string, getenv func(string) string, usage io.Writer
 		bad("CLIENT_CONCURRENCY", errors.New("want a whole number of requests, 0 for half the CPUs, -1 for no bound"))
 	}
 	if cfg.ClientCPUShare, err = strconv.ParseFloat(*vals["CLIENT_CPU_SHARE"], 64); err != nil || !(cfg.ClientCPUShare == -1 || cfg.ClientCPUShare >= 0 && cfg.ClientCPUShare <= 1) {
-		bad("CLIENT_CPU_SHARE", errors.New("want a part of the CPUs from 0 to 1 (0.25 is a quarter), 0 for an eighth, -1 for no bound"))
+		bad("CLIENT_CPU_SHARE", errors.New("want a part of the CPUs from 0 to 1 (0.25 is a quarter), 0 for a sixty-fourth, -1 for no bound"))
 	}
 	if cfg.GraphQLMaxExpensive, err = strconv.Atoi(*vals["GRAPHQL_MAX_EXPENSIVE"]); err != nil || cfg.GraphQLMaxExpensive < 0 {
 		bad("GRAPHQL_MAX_EXPENSIVE", errors.New("want a whole number, 0 for half the CPUs"))

@@ -410,6 +410,7 @@ func run(ctx context.Context, cfg config) (bool, error) {
 		}
 	}
 	fmt.Fprintf(out, "warm reader: %d reads during the flood, %d errors; p99 %v before, %v during (ratio %.2f)\n", len(during), len(readerErrs), p99b, p99d, float64(p99d)/float64(p99b))
+	fmt.Fprintf(out, "  before: %s; during: %s\n", percentiles(baseline), percentiles(during))
 	if len(readerErrs) > 0 {
 		ok = false
 		fmt.Fprintf(out, "  <-- %q\n", readerErrs)
@@ -533,13 +534,22 @@ func budgetBound(rpm, burst int, d time.Duration) int64 {
 	return int64(float64(rpm)*d.Minutes()) + int64(burst)
 }
 
-func p99(ds []time.Duration) time.Duration {
+func p99(ds []time.Duration) time.Duration { return quantile(ds, 0.99) }
+
+// quantile is the q-quantile of ds, to 10µs.
+func quantile(ds []time.Duration, q float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*99/100)].Round(10 * time.Microsecond)
+	return s[min(len(s)-1, int(float64(len(s))*q))].Round(10 * time.Microsecond)
+}
+
+// percentiles shows where ds's tail begins: whether a changed p99 is a
+// shifted distribution or a few slow reads.
+func percentiles(ds []time.Duration) string {
+	return fmt.Sprintf("p50 %v, p90 %v, p99 %v, max %v", quantile(ds, 0.5), quantile(ds, 0.9), quantile(ds, 0.99), quantile(ds, 1))
 }
 
 // randomName is a valid channel name nobody has: the fixture origin
