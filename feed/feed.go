@@ -237,23 +237,30 @@ type Page struct {
 type Version struct {
 	query string
 	build uint64
+	st    *standing // the build's, which Current reads without a lookup
 }
 
 // Version returns the version of the build p was cut from.
 func (p *Page) Version() Version { return p.version }
 
 // Current reports whether v is still the build the Service would answer
-// its query from without looking at the pages again: kept, and not past
-// its pages' earliest refresh point nor marked by Changed. It reads no
-// page and allocates nothing, for answers kept by version (the GraphQL
-// face's). refreshAt and stale are the build's freshness as of its last
+// its query from at now without looking at the pages again: kept, and
+// not past its pages' earliest refresh point nor marked by Changed. It
+// reads no page, looks nothing up and allocates nothing, for answers kept
+// by version (the GraphQL face's), whose caller has read the clock
+// already. refreshAt and stale are the build's freshness as of its last
 // check, which a recheck that finds its pages unchanged moves on.
-func (s *Service) Current(v Version) (refreshAt time.Time, stale, ok bool) {
-	b, found := s.kept.GetIfPresent(v.query)
-	if !found || b.id != v.build || !b.valid(s.cfg.Now()) {
+func (s *Service) Current(v Version, now time.Time) (refreshAt time.Time, stale, ok bool) {
+	st := v.st
+	if st == nil || st.dropped.Load() {
 		return time.Time{}, false, false
 	}
-	fr := b.fresh.Load()
+	// A build past MaxAge is never reused, so validUntil is never moved
+	// past it: what otter's expiry would add is already here.
+	if now.UnixNano() >= st.validUntil.Load() {
+		return time.Time{}, false, false
+	}
+	fr := st.fresh.Load()
 	return fr.until, fr.stale, true
 }
 
@@ -318,15 +325,25 @@ type build struct {
 	channels []string
 	// heads are the headers of the channels read, copied (see Page.Channels).
 	heads []*parser.Channel
+	*standing
+	// pinned are the parses the items point into, held while the build is
+	// kept; own is the build's heap without them.
+	pinned []*pages.Parsed
+	own    int64
+}
+
+// standing is what Current reads of a build, apart from it: an answer
+// kept by version holds these few words, not the build's posts, once the
+// build has left the kept builds.
+type standing struct {
 	// validUntil (Unix nanoseconds) is when the build stops being reused
 	// unchecked; a recheck that finds the pages unchanged moves it, and
 	// updates fresh.
 	validUntil atomic.Int64
 	fresh      atomic.Pointer[pageAge]
-	// pinned are the parses the items point into, held while the build is
-	// kept; own is the build's heap without them.
-	pinned []*pages.Parsed
-	own    int64
+	// dropped is set as the build leaves the kept builds (evicted,
+	// expired, or replaced by a newer build of its query).
+	dropped atomic.Bool
 }
 
 // New returns a Service.
@@ -361,6 +378,7 @@ func New(cfg Config) (*Service, error) {
 		ExpiryCalculator: otter.ExpiryWriting[string, *build](cfg.MaxAge),
 		// Atomic: runs as the entry goes, so Stats never lags behind.
 		OnAtomicDeletion: func(e otter.DeletionEvent[string, *build]) {
+			e.Value.dropped.Store(true)
 			s.keptOwn.Add(-e.Value.own)
 			for _, p := range e.Value.pinned {
 				p.Release()
@@ -446,7 +464,7 @@ func (s *Service) Feed(ctx context.Context, req Request) (*Page, error) {
 	}
 	start, end := b.window(after, before, req.First, req.Last)
 	p := b.page(start, end)
-	p.version = Version{query: q.key, build: b.id}
+	p.version = Version{query: q.key, build: b.id, st: b.standing}
 	// A kept build reads no pages, so what the answer derives from is
 	// noted here for whoever caches it.
 	if !p.RefreshAt.IsZero() {
@@ -720,7 +738,7 @@ func (s *Service) rebuild(ctx context.Context, q query) (*build, error) {
 		return k, nil
 	}
 
-	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now, channels: q.channels, binding: q.binding}
+	b := &build{id: s.lastID.Add(1), order: q.order, hash: sum, builtAt: now, channels: q.channels, binding: q.binding, standing: &standing{}}
 	b.validUntil.Store(until)
 	b.fresh.Store(&fr)
 	b.failed = append(b.failed, q.invalid...)

@@ -877,3 +877,85 @@ func TestChangedChecksKeptBuildsOfThatChannel(t *testing.T) {
 		t.Errorf("%d page reads after Changed, want 2 (the changed feed's; the other feed stays kept)", got)
 	}
 }
+
+// An answer kept by version is served while Current says its build is
+// the one the feed would be answered from: not once a channel changed,
+// the pages' refresh point passed, a newer build replaced it, the build
+// left the kept builds, or MaxAge passed.
+func TestCurrentFollowsTheKeptBuild(t *testing.T) {
+	clk := &clock{now: base}
+	src := newFakePages(base)
+	src.set("alpha", 100, post(1, 2, 10))
+	s, err := New(Config{Pages: src, Refresh: 10 * time.Second, MaxAge: time.Minute, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := Request{Channels: []string{"alpha"}, First: 5, Order: Newest}
+	feedVersion := func() Version {
+		t.Helper()
+		p, err := s.Feed(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Version()
+	}
+	current := func(v Version) bool {
+		_, _, ok := s.Current(v, clk.Now())
+		return ok
+	}
+
+	v1 := feedVersion()
+	if !current(v1) {
+		t.Fatal("a build just made is not current")
+	}
+	s.Changed("alpha")
+	if current(v1) {
+		t.Error("current after its channel changed")
+	}
+	// Rechecked with unchanged pages: the same build, current again.
+	if v := feedVersion(); v != v1 || !current(v1) {
+		t.Errorf("recheck of unchanged pages: %+v current %v, want the same build current", v, current(v1))
+	}
+	clk.Add(11 * time.Second)
+	if current(v1) {
+		t.Error("current past its pages' refresh point")
+	}
+	// New pages: a newer build replaces it.
+	src.fetchedAt = clk.Now()
+	src.set("alpha", 100, post(2, 0, 1), post(1, 2, 10))
+	v2 := feedVersion()
+	if v2 == v1 || current(v1) || !current(v2) {
+		t.Errorf("after a rebuild from new pages: old current %v, new current %v; want only the new", current(v1), current(v2))
+	}
+	// Left the kept builds.
+	s.kept.Invalidate(req.key(t, s))
+	if current(v2) {
+		t.Error("current after leaving the kept builds")
+	}
+	// MaxAge: reused a minute at most, however fresh its pages, so
+	// current for at most a refresh window beyond.
+	v3 := feedVersion()
+	for range 8 {
+		clk.Add(9 * time.Second)
+		src.fetchedAt = clk.Now()
+		if v := feedVersion(); v != v3 && current(v3) {
+			t.Fatal("an older build is current beside a newer one")
+		}
+	}
+	if current(v3) {
+		t.Error("current past MaxAge")
+	}
+	if current(Version{}) {
+		t.Error("the zero Version is current")
+	}
+}
+
+// key is the kept builds' key of r.
+func (r Request) key(t *testing.T, s *Service) string {
+	t.Helper()
+	q, err := s.normalize(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q.key
+}

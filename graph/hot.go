@@ -218,10 +218,13 @@ func readUpTo(buf []byte, rd io.Reader, limit int64) ([]byte, bool) {
 
 // hit writes a, if every build it was cut from is still current.
 func (h *hot) hit(w http.ResponseWriter, r *http.Request, a *keptAnswer, get bool) bool {
+	// One reading of the clock serves the versions' check and the
+	// answer's max-age.
+	now := h.run.now()
 	var refreshAt time.Time
 	stale := false
 	for _, v := range a.versions {
-		at, st, ok := h.feed.Current(v)
+		at, st, ok := h.feed.Current(v, now)
 		if !ok {
 			return false
 		}
@@ -233,7 +236,7 @@ func (h *hot) hit(w http.ResponseWriter, r *http.Request, a *keptAnswer, get boo
 	if h.run.operation != nil {
 		h.run.operation(r.Context(), a.operation)
 	}
-	h.write(w, r, a, get, refreshAt, stale)
+	h.write(w, r, a, get, now, refreshAt, stale)
 	return true
 }
 
@@ -241,7 +244,7 @@ func (h *hot) hit(w http.ResponseWriter, r *http.Request, a *keptAnswer, get boo
 // ETag and for as long as its pages stay fresh when sent with GET (a POST
 // answer is not cacheable downstream), or 304 when If-None-Match holds
 // the ETag.
-func (h *hot) write(w http.ResponseWriter, r *http.Request, a *keptAnswer, get bool, refreshAt time.Time, stale bool) {
+func (h *hot) write(w http.ResponseWriter, r *http.Request, a *keptAnswer, get bool, now, refreshAt time.Time, stale bool) {
 	body, coding, _, vary := h.enc.Select(a.rep, header(r.Header, "Accept-Encoding"))
 	hd := w.Header()
 	hd["Content-Type"] = a.vals[valType : valType+1 : valType+1]
@@ -257,7 +260,7 @@ func (h *hot) write(w http.ResponseWriter, r *http.Request, a *keptAnswer, get b
 	if !get || h.run.refresh <= 0 {
 		hd["Cache-Control"] = h.noStore
 	} else {
-		hd["Cache-Control"] = h.run.cc.Header(h.run.cc.MaxAge(h.run.now(), refreshAt, stale))
+		hd["Cache-Control"] = h.run.cc.Header(h.run.cc.MaxAge(now, refreshAt, stale))
 		tag := valETag
 		if coding != httpcache.Identity {
 			tag = valWeakETag
@@ -313,7 +316,7 @@ func (h *hot) keep(w http.ResponseWriter, r *http.Request, request string, get, 
 		valZstd:        httpcache.Zstd.String(),
 	}
 	h.store.c.Set(answerKey{sum: xxh3.HashString128(request), get: get, strict: strict}, a)
-	h.write(w, r, a, get, refreshAt, stale)
+	h.write(w, r, a, get, h.run.now(), refreshAt, stale)
 }
 
 // quickNegotiate is negotiate, without parsing the Accept values clients
