@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tmefeed/tmefeed/access"
 	"github.com/tmefeed/tmefeed/metrics"
@@ -40,6 +39,7 @@ type reqInfo struct {
 	hitValues [6]string
 	idBuf     [32]byte  // the bytes of a request id made here
 	start     time.Time // when logRequests began the request
+	recorder  recorder  // the writer logRequests hands on
 
 	// Set by authenticate, with API keys on (Config.Access).
 	client     string       // the key every per-client limit counts by: a consumer's, or an anonymous request's address
@@ -134,7 +134,7 @@ func (h *handler) recoverPanics(next http.Handler) http.Handler {
 				panic(rec)
 			}
 			h.log.Error("panic", "path", r.URL.Path, "panic", rec, "stack", string(debug.Stack()))
-			if ww, ok := w.(middleware.WrapResponseWriter); ok && ww.Status() != 0 {
+			if ww, ok := w.(*recorder); ok && ww.status != 0 {
 				return // the answer has begun; nothing sane can be added
 			}
 			writeError(w, classify(fmt.Errorf("panic: %v", rec), h.now()))

@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -10,7 +14,6 @@ import (
 	"unsafe"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tmefeed/tmefeed/metrics"
 )
@@ -147,14 +150,15 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 			// skips the rest of this function.
 			defer h.metrics.End()
 		}
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		ww := &info.recorder
+		ww.ResponseWriter = w
 		next.ServeHTTP(ww, r)
 
 		// The monotonic clock alone: the end's wall time is the start's
 		// plus the duration, which saves reading the wall clock again.
 		dur := time.Since(start)
 		end := start.Add(dur)
-		status := ww.Status()
+		status := ww.status
 		if status == 0 {
 			status = http.StatusOK
 		}
@@ -206,7 +210,7 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 			Method:   r.Method,
 			Route:    route,
 			Status:   status,
-			Bytes:    ww.BytesWritten(),
+			Bytes:    ww.bytes,
 			Duration: dur,
 			Cache:    info.cache.String(),
 		}
@@ -237,6 +241,79 @@ func (h *handler) logRequests(next http.Handler) http.Handler {
 		_ = h.log.Handler().Handle(ctx, rec)
 	})
 }
+
+// recorder is the writer logRequests hands on: it notes the answer's
+// status and size for the log and the metrics. It is part of the
+// request's record, so that wrapping the writer allocates nothing, and
+// offers what the writer it wraps offers (flushing for event streams,
+// hijacking for WebSockets, ReadFrom for files) as chi's
+// WrapResponseWriter does.
+type recorder struct {
+	http.ResponseWriter
+	status int // 0 until the header is written
+	bytes  int
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status != 0 {
+		return // superfluous, as net/http would log
+	}
+	// Informational answers (103 Early Hints) precede the real one; 101
+	// is the last a WebSocket gets.
+	if code < 100 || code > 199 || code == http.StatusSwitchingProtocols {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+// ReadFrom lets a file served through the recorder reach the
+// connection's own ReadFrom (sendfile).
+func (w *recorder) ReadFrom(r io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	var n int64
+	var err error
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		n, err = rf.ReadFrom(r)
+	} else {
+		n, err = io.Copy(onlyWriter{w.ResponseWriter}, r)
+	}
+	w.bytes += int(n)
+	return n, err
+}
+
+// onlyWriter hides a writer's ReadFrom, so that io.Copy does not call it
+// back.
+type onlyWriter struct{ io.Writer }
+
+func (w *recorder) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if hj, ok := w.ResponseWriter.(http.Hijacker); ok {
+		return hj.Hijack()
+	}
+	return nil, nil, fmt.Errorf("server: %T cannot be hijacked: %w", w.ResponseWriter, http.ErrNotSupported)
+}
+
+// Unwrap lets http.ResponseController reach the writer's own deadlines.
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // isStream reports whether an answer was a stream that lasts as long as
 // its client stays: a WebSocket (101) or an event stream.
