@@ -74,7 +74,7 @@ type ShareConfig struct {
 	Waiting int
 	// CPU is the part of the server's cores (GOMAXPROCS) one client's
 	// requests may keep working on average, counted as the time each
-	// works (up to Stall); 0 means DefaultShareCPU, negative no bound.
+	// works (up to Counted); 0 means DefaultShareCPU, negative no bound.
 	CPU float64
 	// Counted is the most one request adds to what its client owes,
 	// whatever it took; 0 means DefaultShareCounted (never more than
