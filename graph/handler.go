@@ -209,6 +209,15 @@ type HandlerConfig struct {
 	// to that client's share of the origin budget (CLIENT_ORIGIN_RPM). A
 	// WebSocket connection is its upgrade request's client. nil: nobody's.
 	Client func(r *http.Request) string
+	// Work, when set, is asked before a subscription starts (over
+	// WebSocket or an event stream), with its client (Client): it waits
+	// for the client's turn to work and returns done, and the time until
+	// done is called (the subscription looking up the channels it names)
+	// is owed by the client as its requests' work is (server.Share's
+	// StartWork, CLIENT_CPU_SHARE). A refused start is answered with
+	// RATE_LIMITED and extensions.retryAfter; over WebSocket the
+	// connection stays open. nil: starts are not counted.
+	Work func(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool)
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).
@@ -372,6 +381,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			init:         cfg.InitWebSocket,
 			scope:        cfg.Scope,
 			client:       run.clientOf,
+			work:         cfg.Work,
 		})
 		srv.AddTransport(sseTransport{
 			sse:          transport.SSE{KeepAlivePingInterval: cfg.KeepAlive},
@@ -381,6 +391,7 @@ func NewHandler(cfg HandlerConfig) (*Handler, error) {
 			writeTimeout: cfg.StreamWriteTimeout,
 			scope:        cfg.Scope,
 			client:       run.clientOf,
+			work:         cfg.Work,
 		})
 	}
 	srv.AddTransport(httpTransport{get: true, maxBody: cfg.MaxBodyBytes, run: run})

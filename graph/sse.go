@@ -34,8 +34,9 @@ type sseTransport struct {
 	streams      *streams
 	gate         *gate
 	writeTimeout time.Duration
-	scope        func(*http.Request) func(string) bool // HandlerConfig.Scope
-	client       func(*http.Request) string            // names the stream's client (runner.clientOf)
+	scope        func(*http.Request) func(string) bool                                                     // HandlerConfig.Scope
+	client       func(*http.Request) string                                                                // names the stream's client (runner.clientOf)
+	work         func(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool) // HandlerConfig.Work
 }
 
 var _ graphql.Transport = sseTransport{}
@@ -183,7 +184,7 @@ func (t sseTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gr
 			}
 		}()
 	}
-	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client, resume: resume, eventID: sw.nextID}
+	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, client: tr.client, resume: resume, eventID: sw.nextID, work: t.work}
 	if t.scope != nil {
 		se.scope = t.scope(r)
 	}

@@ -406,6 +406,9 @@ type streamExec struct {
 	// eventID, when set, hears the id of each update about to be
 	// written (the event stream's id: line).
 	eventID func(id string)
+	// work, when set, is HandlerConfig.Work: a subscription's start is
+	// owed by its client.
+	work func(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool)
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
@@ -478,10 +481,37 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 		}
 		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
 	}
+	// Starting looks up every channel the subscription names: work its
+	// client owes, as it owes its requests' (CLIENT_CPU_SHARE), so that a
+	// connection sending subscribe messages without pause works no more
+	// of the cores than a client sending requests.
+	workDone := func() {}
+	if e.work != nil {
+		done, wait, ok := e.work(ctx, e.client)
+		if !ok && ctx.Err() != nil {
+			// Ended (completed, or its connection closed) while it waited
+			// for its client's turn: nobody reads an answer.
+			release()
+			return func(context.Context) *graphql.Response { return nil }, ctx
+		}
+		if !ok {
+			release()
+			secs := max(1, int((wait+time.Second-1)/time.Second))
+			gerr := gqlerror.Errorf("this client's work has kept the server's cores busy beyond its share (CLIENT_CPU_SHARE); retry in %ds", secs)
+			gerr.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": secs}
+			if e.conn != nil {
+				transport.AddSubscriptionError(ctx, gerr)
+				return func(context.Context) *graphql.Response { return nil }, ctx
+			}
+			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
+		}
+		workDone = done
+	}
 	_ = end.start.take(ctx) // fails only once the client has gone
 	ctx = context.WithValue(ctx, streamEndKey{}, end)
 	responses, ctx := e.GraphExecutor.DispatchOperation(ctx, rc)
 	end.start.drop() // started (or refused): the stream's CPU is its events'
+	workDone()
 
 	// Its place is given back once its context ends: after the
 	// transport has written its last message (so that shutdown, waiting

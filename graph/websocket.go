@@ -46,10 +46,11 @@ type wsTransport struct {
 	origins      []string
 	anyOrigin    bool
 	writeTimeout time.Duration
-	allow        func(*http.Request) (bool, time.Duration) // HandlerConfig.AllowSubscribe
-	init         func(*http.Request, map[string]any) error // HandlerConfig.InitWebSocket
-	scope        func(*http.Request) func(string) bool     // HandlerConfig.Scope
-	client       func(*http.Request) string                // names the connection's client (runner.clientOf)
+	allow        func(*http.Request) (bool, time.Duration)                                                 // HandlerConfig.AllowSubscribe
+	init         func(*http.Request, map[string]any) error                                                 // HandlerConfig.InitWebSocket
+	scope        func(*http.Request) func(string) bool                                                     // HandlerConfig.Scope
+	client       func(*http.Request) string                                                                // names the connection's client (runner.clientOf)
+	work         func(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool) // HandlerConfig.Work
 }
 
 var _ graphql.Transport = wsTransport{}
@@ -91,7 +92,7 @@ func (t wsTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.Gra
 	acc := &wsAccept{streams: t.streams, writeTimeout: t.writeTimeout, initTimeout: t.initTimeout, anyOrigin: t.anyOrigin, origins: t.origins, allow: t.allow}
 	ws := t.ws
 	ws.Implementation = acc
-	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64), client: t.client(r)}
+	se := &streamExec{GraphExecutor: exec, streams: t.streams, gate: t.gate, conn: new(atomic.Int64), client: t.client(r), work: t.work}
 	if t.init != nil || t.scope != nil {
 		ws.InitFunc = func(ctx context.Context, p transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			if t.init != nil {

@@ -142,6 +142,11 @@ type Config struct {
 	// once, so that one client cannot take every core (CLIENT_CONCURRENCY,
 	// see ShareConfig); the zero value shares as its defaults say.
 	Share ShareConfig
+	// Shares, when set, is the share to use instead of one made from
+	// Share: made by NewShare and handed to the streaming transports too
+	// (graph's HandlerConfig.Work), so that a subscription's start is
+	// owed by its client as its requests' work is.
+	Shares *Share
 	// Tarpit holds the answers of requests refused for budget reasons for
 	// their Retry-After, up to a second (see TarpitConfig); the zero value
 	// holds them as DefaultTarpitHold says.
@@ -287,7 +292,11 @@ func New(cfg Config) http.Handler {
 		// or waits on Telegram. What builds from many pages (feeds, history
 		// walks, previews, GraphQL) takes its client's share.
 		work := func(f http.HandlerFunc) http.HandlerFunc { return f }
-		if share := newShare(cfg.Share); share != nil {
+		share := newShare(cfg.Share)
+		if cfg.Shares != nil {
+			share = cfg.Shares.s
+		}
+		if share != nil {
 			mw := h.shareCPU(share)
 			work = func(f http.HandlerFunc) http.HandlerFunc { return mw(f).ServeHTTP }
 		}

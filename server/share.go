@@ -137,6 +137,42 @@ type shareClient struct {
 	owedAt time.Time
 }
 
+// Share is the per-client share of the server's cores as a value of its
+// own, so that what works outside a request's middleware can be owed by
+// its client too: a WebSocket's subscribe messages, each of which may
+// look up a hundred channels, ride on one request the middleware never
+// sees end.
+type Share struct{ s *share }
+
+// NewShare returns the share cfg describes, nil when cfg turns it off.
+func NewShare(cfg ShareConfig) *Share {
+	s := newShare(cfg)
+	if s == nil {
+		return nil
+	}
+	return &Share{s: s}
+}
+
+// StartWork waits for client's turn to work, as a request of its would
+// (client named as ClientKey names it). Admitted, it returns done, to
+// call when the work ends: the time in between is owed by client. Refused,
+// ok is false and retryAfter is how long the client should wait (0 when
+// ctx ended first).
+func (s *Share) StartWork(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool) {
+	id := pages.ClientID(client)
+	start, refusal, wait := s.s.acquire(ctx, id)
+	switch refusal {
+	case shareAdmitted:
+		return func() { s.s.release(id, start) }, 0, true
+	case shareClientOwes:
+		return nil, wait, false
+	case shareGone:
+		return nil, 0, false
+	default: // the client's queue or the server's is full
+		return nil, time.Second, false
+	}
+}
+
 // newShare returns nil when cfg turns the share off.
 func newShare(cfg ShareConfig) *share {
 	if cfg.PerClient < 0 {

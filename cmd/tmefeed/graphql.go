@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -28,7 +29,7 @@ type graphQL struct {
 
 // newGraphQL builds the feed service, the GraphQL handler and the
 // playground over the page service.
-func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, acc *server.Access, client func(*http.Request) string, enc *httpcache.Encoder, log *slog.Logger) (*graphQL, error) {
+func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut *pages.Gate, hub *live.Hub, apq graph.KV, rateLimit *server.RateLimit, share *server.Share, acc *server.Access, client func(*http.Request) string, enc *httpcache.Encoder, log *slog.Logger) (*graphQL, error) {
 	feeds, err := feed.New(feed.Config{
 		Pages:         svc,
 		MaxChannels:   cfg.FeedMaxChannels,
@@ -49,6 +50,11 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 	var allowSubscribe func(*http.Request) (bool, time.Duration)
 	if rateLimit != nil {
 		allowSubscribe = rateLimit.AllowMessage
+	}
+	// A subscription's start is owed by its client as its requests are.
+	var work func(context.Context, string) (func(), time.Duration, bool)
+	if share != nil {
+		work = share.StartWork
 	}
 	// With API keys on, a WebSocket's key may come in connection_init,
 	// and a widget key's streams reach its channels only.
@@ -85,6 +91,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		Scope:                       scope,
 		PrivateAnswers:              acc != nil,
 		Client:                      client,
+		Work:                        work,
 		SubscribedChannelsPerClient: cfg.SubChannelsPerClient,
 	})
 	if err != nil {

@@ -424,7 +424,10 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 	// One bound on the channel look-ups of every fan-out (subscriptions
 	// starting, previews), counted in the memory budget.
 	fanOut := pages.NewGate(st.budget.FanOutPages)
-	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, acc, server.ClientKey(trusted), enc, log)
+	// One share of the cores per client, for its requests and its
+	// subscriptions' starts alike.
+	share := server.NewShare(server.ShareConfig{PerClient: cfg.ClientConcurrency, CPU: cfg.ClientCPUShare})
+	gql, err := newGraphQL(cfg, st.budget, st.pages, fanOut, st.live, apq, rateLimit, share, acc, server.ClientKey(trusted), enc, log)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -482,7 +485,8 @@ func newStack(ctx context.Context, cfg serveConfig, originURL, fallbackURL strin
 		RateLimit:        rateLimit,
 		TrustedProxies:   trusted,
 		StreamsPerClient: cfg.StreamsPerClient,
-		Share:            server.ShareConfig{PerClient: cfg.ClientConcurrency, CPU: cfg.ClientCPUShare},
+		Share:            server.ShareConfig{PerClient: -1}, // Shares, or none
+		Shares:           share,
 		Encoder:          enc,
 		Access:           acc,
 		MetricsElsewhere: cfg.MetricsAddr != "",
