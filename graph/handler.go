@@ -211,13 +211,14 @@ type HandlerConfig struct {
 	Client func(r *http.Request) string
 	// Work, when set, is asked before a subscription starts (over
 	// WebSocket or an event stream), with its client (Client): it waits
-	// for the client's turn to work and returns done, and the time until
-	// done is called (the subscription looking up the channels it names)
-	// is owed by the client as its requests' work is (server.Share's
+	// for the client's turn to work and returns done, called with the
+	// time the start worked (looking up the channels it names, its wait
+	// for a place to start left out), which is owed by the client as its
+	// requests' work is (server.Share's
 	// StartWork, CLIENT_CPU_SHARE). A refused start is answered with
 	// RATE_LIMITED and extensions.retryAfter; over WebSocket the
 	// connection stays open. nil: starts are not counted.
-	Work func(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool)
+	Work func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool)
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).

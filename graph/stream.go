@@ -408,7 +408,7 @@ type streamExec struct {
 	eventID func(id string)
 	// work, when set, is HandlerConfig.Work: a subscription's start is
 	// owed by its client.
-	work func(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool)
+	work func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool)
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
@@ -485,7 +485,7 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 	// client owes, as it owes its requests' (CLIENT_CPU_SHARE), so that a
 	// connection sending subscribe messages without pause works no more
 	// of the cores than a client sending requests.
-	workDone := func() {}
+	workDone := func(time.Duration) {}
 	if e.work != nil {
 		done, wait, ok := e.work(ctx, e.client)
 		if !ok && ctx.Err() != nil {
@@ -508,10 +508,12 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 		workDone = done
 	}
 	_ = end.start.take(ctx) // fails only once the client has gone
+	// Counted from here: the wait for a place to start is nobody's work.
+	began := time.Now()
 	ctx = context.WithValue(ctx, streamEndKey{}, end)
 	responses, ctx := e.GraphExecutor.DispatchOperation(ctx, rc)
 	end.start.drop() // started (or refused): the stream's CPU is its events'
-	workDone()
+	workDone(time.Since(began))
 
 	// Its place is given back once its context ends: after the
 	// transport has written its last message (so that shutdown, waiting

@@ -46,11 +46,11 @@ type wsTransport struct {
 	origins      []string
 	anyOrigin    bool
 	writeTimeout time.Duration
-	allow        func(*http.Request) (bool, time.Duration)                                                 // HandlerConfig.AllowSubscribe
-	init         func(*http.Request, map[string]any) error                                                 // HandlerConfig.InitWebSocket
-	scope        func(*http.Request) func(string) bool                                                     // HandlerConfig.Scope
-	client       func(*http.Request) string                                                                // names the connection's client (runner.clientOf)
-	work         func(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool) // HandlerConfig.Work
+	allow        func(*http.Request) (bool, time.Duration)                                                                     // HandlerConfig.AllowSubscribe
+	init         func(*http.Request, map[string]any) error                                                                     // HandlerConfig.InitWebSocket
+	scope        func(*http.Request) func(string) bool                                                                         // HandlerConfig.Scope
+	client       func(*http.Request) string                                                                                    // names the connection's client (runner.clientOf)
+	work         func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool) // HandlerConfig.Work
 }
 
 var _ graphql.Transport = wsTransport{}

@@ -155,15 +155,16 @@ func NewShare(cfg ShareConfig) *Share {
 
 // StartWork waits for client's turn to work, as a request of its would
 // (client named as ClientKey names it). Admitted, it returns done, to
-// call when the work ends: the time in between is owed by client. Refused,
-// ok is false and retryAfter is how long the client should wait (0 when
-// ctx ended first).
-func (s *Share) StartWork(ctx context.Context, client string) (done func(), retryAfter time.Duration, ok bool) {
+// call with the time the work took when it ends, which client owes (up to
+// ShareConfig.Counted): the caller measures it, leaving out what it waited
+// for besides its client's turn. Refused, ok is false and retryAfter is
+// how long the client should wait (0 when ctx ended first).
+func (s *Share) StartWork(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool) {
 	id := pages.ClientID(client)
 	start, refusal, wait := s.s.acquire(ctx, id)
 	switch refusal {
 	case shareAdmitted:
-		return func() { s.s.release(id, start) }, 0, true
+		return func(worked time.Duration) { s.s.releaseWorked(id, start, worked) }, 0, true
 	case shareClientOwes:
 		return nil, wait, false
 	case shareGone:
@@ -310,10 +311,24 @@ func (s *share) release(client uint64, start time.Time) {
 }
 
 func (s *share) releaseLocked(client uint64, c *shareClient, start time.Time) {
+	s.releaseWorkedLocked(client, c, start, time.Since(start))
+}
+
+// releaseWorked ends the work of client admitted at start, which worked
+// for worked.
+func (s *share) releaseWorked(client uint64, start time.Time, worked time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.clients[client]; c != nil {
+		s.releaseWorkedLocked(client, c, start, worked)
+	}
+}
+
+func (s *share) releaseWorkedLocked(client uint64, c *shareClient, start time.Time, worked time.Duration) {
 	now := time.Now()
 	if s.rate > 0 {
 		// What a request took past counted is waiting, not work.
-		c.owed = s.owing(c, now) + min(now.Sub(start), s.counted)
+		c.owed = s.owing(c, now) + min(max(worked, 0), s.counted)
 	}
 	for i, t := range c.starts {
 		if t.Equal(start) {

@@ -52,7 +52,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		allowSubscribe = rateLimit.AllowMessage
 	}
 	// A subscription's start is owed by its client as its requests are.
-	var work func(context.Context, string) (func(), time.Duration, bool)
+	var work func(context.Context, string) (func(time.Duration), time.Duration, bool)
 	if share != nil {
 		work = share.StartWork
 	}
