@@ -61,6 +61,11 @@ const (
 // measurer.pairs): about 100 ns each, some milliseconds in all.
 const maxMergePairs = 50_000
 
+// WorkFunc waits for client's turn to work and returns done, to call
+// with the time the work took, which the client owes; refused, ok is
+// false and retryAfter says when to come back (HandlerConfig.Work).
+type WorkFunc func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool)
+
 // HandlerConfig configures the GraphQL handler. (Config is the generated
 // schema configuration.)
 type HandlerConfig struct {
@@ -218,7 +223,7 @@ type HandlerConfig struct {
 	// StartWork, CLIENT_CPU_SHARE). A refused start is answered with
 	// RATE_LIMITED and extensions.retryAfter; over WebSocket the
 	// connection stays open. nil: starts are not counted.
-	Work func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool)
+	Work WorkFunc
 
 	// onParse is called for each document that goes on to gqlgen's parser
 	// and validator (tests count them).

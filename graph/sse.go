@@ -34,9 +34,9 @@ type sseTransport struct {
 	streams      *streams
 	gate         *gate
 	writeTimeout time.Duration
-	scope        func(*http.Request) func(string) bool                                                                         // HandlerConfig.Scope
-	client       func(*http.Request) string                                                                                    // names the stream's client (runner.clientOf)
-	work         func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool) // HandlerConfig.Work
+	scope        func(*http.Request) func(string) bool // HandlerConfig.Scope
+	client       func(*http.Request) string            // names the stream's client (runner.clientOf)
+	work         WorkFunc                              // HandlerConfig.Work
 }
 
 var _ graphql.Transport = sseTransport{}

@@ -408,7 +408,7 @@ type streamExec struct {
 	eventID func(id string)
 	// work, when set, is HandlerConfig.Work: a subscription's start is
 	// owed by its client.
-	work func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool)
+	work WorkFunc
 }
 
 func (e *streamExec) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
@@ -468,18 +468,28 @@ func outOfScope(rc *graphql.OperationContext, f graphql.CollectedField, scope fu
 	return nil
 }
 
+// refuse answers a subscription refused before it starts.
+func (e *streamExec) refuse(ctx context.Context, gerr *gqlerror.Error) (graphql.ResponseHandler, context.Context) {
+	if e.conn != nil {
+		// A refusal, as for what the subscription asks: the WebSocket
+		// transport sends it as the operation's error message, which
+		// clients do not take for the stream's data.
+		transport.AddSubscriptionError(ctx, gerr)
+		return func(context.Context) *graphql.Response { return nil }, ctx
+	}
+	return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
+}
+
+// retrySeconds is wait as a retryAfter: whole seconds, at least one.
+func retrySeconds(wait time.Duration) int {
+	return max(1, int((wait+time.Second-1)/time.Second))
+}
+
 func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
 	end := &streamEnd{client: e.client, start: &startTurn{places: e.streams.starting}, resume: e.resume}
 	release, gerr := e.streams.admit(e.conn, end)
 	if gerr != nil {
-		if e.conn != nil {
-			// A refusal, as for what the subscription asks: the
-			// WebSocket transport sends it as the operation's error
-			// message, which clients do not take for the stream's data.
-			transport.AddSubscriptionError(ctx, gerr)
-			return func(context.Context) *graphql.Response { return nil }, ctx
-		}
-		return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
+		return e.refuse(ctx, gerr)
 	}
 	// Starting looks up every channel the subscription names: work its
 	// client owes, as it owes its requests' (CLIENT_CPU_SHARE), so that a
@@ -496,14 +506,10 @@ func (e *streamExec) DispatchOperation(ctx context.Context, rc *graphql.Operatio
 		}
 		if !ok {
 			release()
-			secs := max(1, int((wait+time.Second-1)/time.Second))
+			secs := retrySeconds(wait)
 			gerr := gqlerror.Errorf("this client's work has kept the server's cores busy beyond its share (CLIENT_CPU_SHARE); retry in %ds", secs)
 			gerr.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": secs}
-			if e.conn != nil {
-				transport.AddSubscriptionError(ctx, gerr)
-				return func(context.Context) *graphql.Response { return nil }, ctx
-			}
-			return graphql.OneShot(&graphql.Response{Errors: gqlerror.List{gerr}}), ctx
+			return e.refuse(ctx, gerr)
 		}
 		workDone = done
 	}

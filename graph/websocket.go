@@ -46,11 +46,11 @@ type wsTransport struct {
 	origins      []string
 	anyOrigin    bool
 	writeTimeout time.Duration
-	allow        func(*http.Request) (bool, time.Duration)                                                                     // HandlerConfig.AllowSubscribe
-	init         func(*http.Request, map[string]any) error                                                                     // HandlerConfig.InitWebSocket
-	scope        func(*http.Request) func(string) bool                                                                         // HandlerConfig.Scope
-	client       func(*http.Request) string                                                                                    // names the connection's client (runner.clientOf)
-	work         func(ctx context.Context, client string) (done func(worked time.Duration), retryAfter time.Duration, ok bool) // HandlerConfig.Work
+	allow        func(*http.Request) (bool, time.Duration) // HandlerConfig.AllowSubscribe
+	init         func(*http.Request, map[string]any) error // HandlerConfig.InitWebSocket
+	scope        func(*http.Request) func(string) bool     // HandlerConfig.Scope
+	client       func(*http.Request) string                // names the connection's client (runner.clientOf)
+	work         WorkFunc                                  // HandlerConfig.Work
 }
 
 var _ graphql.Transport = wsTransport{}
@@ -302,7 +302,7 @@ func (c *wsConn) refused(data []byte) bool {
 	if ok {
 		return false
 	}
-	secs := max(1, int((wait+time.Second-1)/time.Second))
+	secs := retrySeconds(wait)
 	err := gqlerror.Errorf("too many requests from this client (each subscribe counts as one); retry in %ds", secs)
 	err.Extensions = map[string]any{"code": CodeRateLimited, "retryAfter": secs}
 	_ = c.WriteJSON(wsError{ID: m.ID, Payload: gqlerror.List{err}, Type: "error"})

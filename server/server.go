@@ -292,12 +292,12 @@ func New(cfg Config) http.Handler {
 		// or waits on Telegram. What builds from many pages (feeds, history
 		// walks, previews, GraphQL) takes its client's share.
 		work := func(f http.HandlerFunc) http.HandlerFunc { return f }
-		share := newShare(cfg.Share)
-		if cfg.Shares != nil {
-			share = cfg.Shares.s
+		share := cfg.Shares
+		if share == nil {
+			share = NewShare(cfg.Share)
 		}
 		if share != nil {
-			mw := h.shareCPU(share)
+			mw := h.shareCPU(share.s)
 			work = func(f http.HandlerFunc) http.HandlerFunc { return mw(f).ServeHTTP }
 		}
 		r.Get("/v1/body/{channel}", h.body)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -52,7 +51,7 @@ func newGraphQL(cfg serveConfig, budget memoryBudget, svc *pages.Service, fanOut
 		allowSubscribe = rateLimit.AllowMessage
 	}
 	// A subscription's start is owed by its client as its requests are.
-	var work func(context.Context, string) (func(time.Duration), time.Duration, bool)
+	var work graph.WorkFunc
 	if share != nil {
 		work = share.StartWork
 	}
